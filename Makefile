@@ -1,0 +1,57 @@
+# User-facing commands; CMake does the building.  See README.md.
+#   make demo    install what is missing, build, run the example
+#   make test    install what is missing, build, run every test (+ TSan run)
+#   make bench   build and run the benchmarks
+#   make install PREFIX=dir
+
+PREFIX   ?= /usr/local
+BUILD    ?= build
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all setup configure build demo test test-fast test-tsan bench install format format-check clean
+
+all: build
+
+setup:
+	@./scripts/setup.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@./scripts/demo.sh $(BUILD)
+
+# Every test in the normal build, then the concurrent tests again under TSan.
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory test-tsan
+
+test-tsan: setup
+	@cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD)-tsan -j $(JOBS)
+	@cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -L tsan
+
+test-asan: setup
+	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_SANITIZE=address $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD)-asan -j $(JOBS)
+	@cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -L asan
+
+bench: setup
+	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD)-bench -j $(JOBS) --target bench
+
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+format:
+	@git ls-files '*.c' '*.h' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+
+clean:
+	@rm -rf $(BUILD) $(BUILD)-tsan $(BUILD)-asan $(BUILD)-bench

@@ -1,0 +1,39 @@
+# Helpers shared by every part of the build.
+
+# tether_add_test(NAME name COMMAND cmd... [LABELS l...] [TIMEOUT s])
+# Each test runs in its own process with a timeout (default 300 s).
+function(tether_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "COMMAND;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${T_COMMAND})
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT})
+  if(T_LABELS)
+    set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+endfunction()
+
+# tether_add_bench(target [ARGS a...]): registers an already defined
+# executable target as a benchmark; `make bench` runs them all in order.
+set_property(GLOBAL PROPERTY TETHER_BENCHES "")
+function(tether_add_bench target)
+  cmake_parse_arguments(B "" "" "ARGS" ${ARGN})
+  set_property(GLOBAL APPEND PROPERTY TETHER_BENCHES "$<TARGET_FILE:${target}> ${B_ARGS}")
+  set_property(GLOBAL APPEND PROPERTY TETHER_BENCH_TARGETS ${target})
+endfunction()
+
+function(tether_finish_bench)
+  get_property(benches GLOBAL PROPERTY TETHER_BENCHES)
+  get_property(targets GLOBAL PROPERTY TETHER_BENCH_TARGETS)
+  set(cmds "")
+  foreach(b ${benches})
+    separate_arguments(argv UNIX_COMMAND "${b}")
+    list(APPEND cmds COMMAND ${argv})
+  endforeach()
+  add_custom_target(bench ${cmds} USES_TERMINAL
+                    COMMENT "Running tether benchmarks")
+  if(targets)
+    add_dependencies(bench ${targets})
+  endif()
+endfunction()
