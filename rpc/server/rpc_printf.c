@@ -1,0 +1,445 @@
+/*
+ * rpc/server/rpc_printf.c - host-side formatting of device printf calls.
+ * See rpc_printf.h for the contract and the markers.
+ */
+#include "rpc_printf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "../device/printf_scan.h"
+#include "tether/rpc_opcodes.h"
+
+void rpc_outbuf_free(struct rpc_outbuf *buf)
+{
+    free(buf->data);
+    buf->data = NULL;
+    buf->len = 0;
+    buf->cap = 0;
+}
+
+static tether_status_t outbuf_reserve(struct rpc_outbuf *buf, size_t extra)
+{
+    if (buf->cap - buf->len > extra)
+        return TETHER_OK;
+    if (extra > SIZE_MAX / 2 - buf->len)
+        return TETHER_ERR_NO_MEMORY;
+    size_t cap = buf->cap ? buf->cap : 256;
+    while (cap - buf->len <= extra)
+        cap *= 2;
+    char *p = realloc(buf->data, cap);
+    if (p == NULL)
+        return TETHER_ERR_NO_MEMORY;
+    buf->data = p;
+    buf->cap = cap;
+    return TETHER_OK;
+}
+
+tether_status_t rpc_outbuf_append(struct rpc_outbuf *buf, const void *bytes, size_t n)
+{
+    tether_status_t st = outbuf_reserve(buf, n);
+    if (st != TETHER_OK)
+        return st;
+    if (n > 0)
+        memcpy(buf->data + buf->len, bytes, n);
+    buf->len += n;
+    return TETHER_OK;
+}
+
+/* Formatting state of one call. */
+struct fmt_state {
+    struct rpc_outbuf *out;
+    size_t base;    /* out->len when the call started */
+    bool truncated; /* output hit RPC_PRINTF_OUT_MAX */
+    bool missing;   /* the argument buffer ran out */
+    tether_status_t st;
+    const unsigned char *args;
+    size_t args_len;
+    size_t off; /* next argument offset */
+    const struct rpc_printf_str *strs;
+    size_t nstrs;
+    size_t next_str;
+    uint32_t nconv;
+};
+
+static void emit(struct fmt_state *s, const char *bytes, size_t n)
+{
+    if (s->st != TETHER_OK || s->truncated)
+        return;
+    size_t used = s->out->len - s->base;
+    if (n > RPC_PRINTF_OUT_MAX - used) {
+        n = RPC_PRINTF_OUT_MAX - used;
+        s->truncated = true;
+    }
+    s->st = rpc_outbuf_append(s->out, bytes, n);
+}
+
+static void emit_str(struct fmt_state *s, const char *str)
+{
+    emit(s, str, strlen(str));
+}
+
+static void emit_pad(struct fmt_state *s, size_t n)
+{
+    char spaces[64];
+    memset(spaces, ' ', sizeof spaces);
+    while (n > 0) {
+        size_t c = n < sizeof spaces ? n : sizeof spaces;
+        emit(s, spaces, c);
+        n -= c;
+    }
+}
+
+/* "<bad %...>" echoing at most 32 bytes of the spec, non-printables as '?'. */
+static void emit_bad(struct fmt_state *s, const char *fmt, const struct pscan_spec *spec)
+{
+    char text[48];
+    size_t n = 0;
+    size_t len = spec->end - spec->start;
+    bool cut = len > 32;
+    if (cut)
+        len = 32;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)fmt[spec->start + i];
+        text[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    emit_str(s, "<bad ");
+    emit(s, text, n);
+    emit_str(s, cut ? "...>" : ">");
+}
+
+/* Runs snprintf with one validated spec into the output buffer. */
+static void emit_printf(struct fmt_state *s, const char *spec, ...)
+{
+    if (s->st != TETHER_OK || s->truncated)
+        return;
+    char small[512];
+    va_list ap;
+    va_start(ap, spec);
+    int n = vsnprintf(small, sizeof small, spec, ap);
+    va_end(ap);
+    if (n < 0) {
+        emit_str(s, "<bad conversion>");
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        emit(s, small, (size_t)n);
+        return;
+    }
+    /* Widths and precisions are capped, so n is bounded (about 10 KiB). */
+    char *big = malloc((size_t)n + 1);
+    if (big == NULL) {
+        s->st = TETHER_ERR_NO_MEMORY;
+        return;
+    }
+    va_start(ap, spec);
+    int m = vsnprintf(big, (size_t)n + 1, spec, ap);
+    va_end(ap);
+    if (m == n)
+        emit(s, big, (size_t)n);
+    else
+        emit_str(s, "<bad conversion>");
+    free(big);
+}
+
+/* Takes the next argument of class `arg`; false if the buffer ran out. */
+static bool take_arg(struct fmt_state *s, enum pscan_arg arg, void *dst)
+{
+    size_t size = pscan_arg_size(arg);
+    size_t off = pscan_align(s->off, arg);
+    if (s->missing || off < s->off || off > s->args_len || s->args_len - off < size) {
+        s->missing = true;
+        return false;
+    }
+    memcpy(dst, s->args + off, size);
+    s->off = off + size;
+    return true;
+}
+
+/* Appends flags, width and precision of a resolved spec to `spec`. */
+static size_t build_spec(char *spec, unsigned flags, int32_t width, int32_t precision)
+{
+    size_t n = 0;
+    spec[n++] = '%';
+    if (flags & PSCAN_FLAG_MINUS)
+        spec[n++] = '-';
+    if (flags & PSCAN_FLAG_PLUS)
+        spec[n++] = '+';
+    if (flags & PSCAN_FLAG_SPACE)
+        spec[n++] = ' ';
+    if (flags & PSCAN_FLAG_HASH)
+        spec[n++] = '#';
+    if (flags & PSCAN_FLAG_ZERO)
+        spec[n++] = '0';
+    if (width >= 0)
+        n += (size_t)snprintf(spec + n, 8, "%d", (int)width);
+    if (precision >= 0)
+        n += (size_t)snprintf(spec + n, 9, ".%d", (int)precision);
+    spec[n] = '\0';
+    return n;
+}
+
+/* True if the 16 bytes hold a valid x87 80-bit extended value. */
+static bool ldouble_valid(const unsigned char *bytes)
+{
+    uint64_t mant;
+    uint16_t se;
+    memcpy(&mant, bytes, 8);
+    memcpy(&se, bytes + 8, 2);
+    unsigned exp = se & 0x7fffu;
+    bool explicit_one = (mant >> 63) != 0;
+    if (exp == 0)
+        return true;     /* zero, denormal or pseudo-denormal: all print fine */
+    return explicit_one; /* unnormals, pseudo-infinities and pseudo-NaNs are invalid */
+}
+
+static void format_conv(struct fmt_state *s, const char *fmt, const struct pscan_spec *spec)
+{
+    if (spec->arg == PSCAN_ARG_NONE) {
+        emit(s, "%", 1);
+        return;
+    }
+    if (spec->arg == PSCAN_ARG_BAD) {
+        emit_bad(s, fmt, spec);
+        return;
+    }
+
+    unsigned flags = spec->flags;
+    int32_t width = spec->width;
+    int32_t precision = spec->precision;
+    if (width == PSCAN_STAR) {
+        int32_t w;
+        if (!take_arg(s, PSCAN_ARG_I32, &w)) {
+            emit_str(s, "<missing arg>");
+            return;
+        }
+        if (w < 0) {
+            flags |= PSCAN_FLAG_MINUS;
+            w = w == INT32_MIN ? PSCAN_NUM_MAX : -w;
+        }
+        width = w;
+    }
+    if (precision == PSCAN_STAR) {
+        int32_t p;
+        if (!take_arg(s, PSCAN_ARG_I32, &p)) {
+            emit_str(s, "<missing arg>");
+            return;
+        }
+        precision = p < 0 ? PSCAN_NONE : p;
+    }
+    if (width > RPC_PRINTF_NUM_MAX)
+        width = RPC_PRINTF_NUM_MAX;
+    if (precision > RPC_PRINTF_NUM_MAX)
+        precision = RPC_PRINTF_NUM_MAX;
+
+    unsigned char raw[16];
+    if (!take_arg(s, spec->arg, raw)) {
+        emit_str(s, "<missing arg>");
+        return;
+    }
+    s->nconv++;
+
+    char sp[40];
+    size_t n = build_spec(sp, flags, width, precision);
+    switch (spec->arg) {
+    case PSCAN_ARG_I32: {
+        int32_t v;
+        memcpy(&v, raw, 4);
+        if (spec->conv == 'c') {
+            if (spec->length == PSCAN_LEN_L) {
+                snprintf(sp + n, 4, "lc");
+                emit_printf(s, sp, (wint_t)(uint32_t)v);
+            } else {
+                snprintf(sp + n, 4, "c");
+                emit_printf(s, sp, (int)v);
+            }
+            break;
+        }
+        const char *len = spec->length == PSCAN_LEN_HH  ? "hh"
+                          : spec->length == PSCAN_LEN_H ? "h"
+                                                        : "";
+        snprintf(sp + n, 4, "%s%c", len, spec->conv);
+        emit_printf(s, sp, (int)v);
+        break;
+    }
+    case PSCAN_ARG_I64: {
+        long long v;
+        memcpy(&v, raw, 8);
+        snprintf(sp + n, 4, "ll%c", spec->conv);
+        emit_printf(s, sp, v);
+        break;
+    }
+    case PSCAN_ARG_F64: {
+        double v;
+        memcpy(&v, raw, 8);
+        snprintf(sp + n, 4, "%c", spec->conv);
+        emit_printf(s, sp, v);
+        break;
+    }
+    case PSCAN_ARG_F128: {
+        if (!ldouble_valid(raw)) {
+            emit_str(s, "<bad long double>");
+            break;
+        }
+        long double v = 0;
+        memcpy(&v, raw, 10);
+        snprintf(sp + n, 4, "L%c", spec->conv);
+        emit_printf(s, sp, v);
+        break;
+    }
+    case PSCAN_ARG_PTR: {
+        uint64_t v;
+        memcpy(&v, raw, 8);
+        if (spec->conv == 'n')
+            break; /* never written: the pointer is a device address */
+        if (spec->conv == 's') {
+            emit_str(s, "<unsupported %ls>");
+            break;
+        }
+        snprintf(sp + n, 4, "p");
+        emit_printf(s, sp, (void *)(uintptr_t)v);
+        break;
+    }
+    case PSCAN_ARG_STR: {
+        if (s->next_str >= s->nstrs) {
+            emit_str(s, "<missing string>");
+            break;
+        }
+        const struct rpc_printf_str *str = &s->strs[s->next_str++];
+        const char *data = str->data;
+        size_t len = str->len;
+        if (data == NULL) {
+            /* glibc prints "(null)", or nothing if the precision cuts it. */
+            data = "(null)";
+            len = precision >= 0 && precision < 6 ? 0 : 6;
+        } else {
+            const char *nul = memchr(data, '\0', len);
+            if (nul != NULL)
+                len = (size_t)(nul - data);
+            if (precision >= 0 && (size_t)precision < len)
+                len = (size_t)precision;
+        }
+        /* Pad by hand: the payload may be far longer than any int. */
+        size_t pad = width > 0 && (size_t)width > len ? (size_t)width - len : 0;
+        if (!(flags & PSCAN_FLAG_MINUS))
+            emit_pad(s, pad);
+        emit(s, data, len);
+        if (flags & PSCAN_FLAG_MINUS)
+            emit_pad(s, pad);
+        break;
+    }
+    case PSCAN_ARG_NONE:
+    case PSCAN_ARG_BAD:
+        break;
+    }
+}
+
+tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_t fmt_len,
+                                  const void *args, size_t args_len,
+                                  const struct rpc_printf_str *strs, size_t nstrs,
+                                  uint32_t *nconv_p)
+{
+    struct fmt_state s = {
+        .out = out,
+        .base = out->len,
+        .st = TETHER_OK,
+        .args = args,
+        .args_len = args == NULL ? 0 : args_len,
+        .strs = strs,
+        .nstrs = strs == NULL ? 0 : nstrs,
+    };
+    size_t pos = 0;
+    size_t lit = 0;
+    struct pscan_spec spec;
+    if (fmt == NULL)
+        fmt_len = 0;
+    while (s.st == TETHER_OK && !s.truncated && pscan_next(fmt, fmt_len, &pos, &spec)) {
+        emit(&s, fmt + lit, spec.start - lit);
+        if (spec.conv == 0) {
+            emit_bad(&s, fmt, &spec);
+        } else {
+            format_conv(&s, fmt, &spec);
+        }
+        lit = pos;
+    }
+    if (s.st == TETHER_OK && !s.truncated) {
+        size_t end = lit;
+        while (end < fmt_len && fmt[end] != '\0')
+            end++;
+        emit(&s, fmt + lit, end - lit);
+    }
+    if (s.truncated && s.st == TETHER_OK)
+        s.st = rpc_outbuf_append(out, "<truncated>", 11);
+    if (s.st == TETHER_OK && nconv_p != NULL)
+        *nconv_p = s.nconv;
+    return s.st;
+}
+
+/* Takes n bytes off the front of a message; false if fewer remain. */
+static bool msg_take(const unsigned char **p, size_t *left, size_t n, const unsigned char **out)
+{
+    if (n > *left)
+        return false;
+    *out = *p;
+    *p += n;
+    *left -= n;
+    return true;
+}
+
+tether_status_t rpc_printf_format_msg(struct rpc_outbuf *out, const void *msg, size_t msg_len,
+                                      uint32_t *stream_p, uint32_t *nconv_p)
+{
+    struct tether_rpc_printf_hdr hdr;
+    if (msg == NULL || msg_len < sizeof hdr)
+        return TETHER_ERR_INVALID;
+    memcpy(&hdr, msg, sizeof hdr);
+    const unsigned char *p = (const unsigned char *)msg + sizeof hdr;
+    size_t left = msg_len - sizeof hdr;
+
+    const unsigned char *fmt = p;
+    size_t fmt_len = hdr.fmt_len < left ? hdr.fmt_len : left;
+    msg_take(&p, &left, fmt_len, &fmt);
+    const unsigned char *args = p;
+    size_t args_len = hdr.args_len < left ? hdr.args_len : left;
+    msg_take(&p, &left, args_len, &args);
+
+    /* Each record takes at least 4 bytes, which bounds the array. */
+    size_t nstrs = hdr.nstrs;
+    if (nstrs > left / 4)
+        nstrs = left / 4;
+    struct rpc_printf_str small[16] = {{0}};
+    struct rpc_printf_str *strs = small;
+    if (nstrs > sizeof small / sizeof *small) {
+        strs = calloc(nstrs, sizeof *strs);
+        if (strs == NULL)
+            return TETHER_ERR_NO_MEMORY;
+    }
+    size_t got = 0;
+    for (; got < nstrs; got++) {
+        const unsigned char *lenp;
+        const unsigned char *bytes;
+        uint32_t len;
+        if (!msg_take(&p, &left, 4, &lenp))
+            break;
+        memcpy(&len, lenp, 4);
+        if (len == TETHER_RPC_PRINTF_NULL) {
+            strs[got].data = NULL;
+            strs[got].len = 0;
+            continue;
+        }
+        if (!msg_take(&p, &left, len, &bytes))
+            break;
+        strs[got].data = (const char *)bytes;
+        strs[got].len = len;
+    }
+    tether_status_t st =
+        rpc_printf_format(out, (const char *)fmt, fmt_len, args, args_len, strs, got, nconv_p);
+    if (strs != small)
+        free(strs);
+    if (st == TETHER_OK && stream_p != NULL)
+        *stream_p = hdr.stream;
+    return st;
+}

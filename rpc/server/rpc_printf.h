@@ -1,0 +1,95 @@
+/*
+ * rpc/server/rpc_printf.h - host-side printf formatting of device calls.
+ *
+ * Role: turn what a device sent for one printf call (the format bytes, the
+ * packed argument buffer that clang-16 builds for `__llvm_omp_vprintf`, and
+ * the bytes of each %s argument) into the text the host's own printf would
+ * have written.  The packing rules and the one scanner both sides share are
+ * in rpc/device/printf_scan.h.
+ *
+ * Trust nothing: every input byte comes from a device and may be garbage.
+ * Formatting never crashes, hangs or reads outside the given buffers;
+ * anything it cannot format faithfully becomes a visible marker in the
+ * output instead:
+ *   <bad %SPEC>        malformed or unsupported conversion (takes no argument)
+ *   <missing arg>      the argument buffer ends before this argument
+ *   <missing string>   fewer %s payloads than %s conversions
+ *   <unsupported %ls>  wide strings (the pointer is consumed)
+ *   <bad long double>  an invalid x87 encoding (unnormal, pseudo-NaN, ...)
+ *   <truncated>        the output of one call passed RPC_PRINTF_OUT_MAX
+ * A NULL %s prints "(null)" like glibc.  %n is accepted, its pointer
+ * consumed, and nothing is written anywhere.  Widths and precisions above
+ * RPC_PRINTF_NUM_MAX are clamped to it.  Numbers are formatted by the host's
+ * snprintf, one validated conversion at a time.
+ *
+ * Thread safety: the functions keep no state; a buffer belongs to one thread.
+ */
+#ifndef TETHER_RPC_PRINTF_H
+#define TETHER_RPC_PRINTF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tether/status.h"
+
+/* Widths and precisions are clamped to this. */
+#define RPC_PRINTF_NUM_MAX 4096
+/* The output of one call is cut at this many bytes (then "<truncated>"). */
+#define RPC_PRINTF_OUT_MAX (4u << 20)
+
+/* A growable output buffer.  Zero-initialise it (or use RPC_OUTBUF_INIT). */
+struct rpc_outbuf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+#define RPC_OUTBUF_INIT                                                                            \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
+
+/* Releases the buffer's memory and zeroes it. */
+void rpc_outbuf_free(struct rpc_outbuf *buf);
+
+/*
+ * Appends n bytes.  Returns TETHER_OK or TETHER_ERR_NO_MEMORY (the buffer
+ * is unchanged then).
+ */
+tether_status_t rpc_outbuf_append(struct rpc_outbuf *buf, const void *bytes, size_t n);
+
+/* One %s argument as the device sent it: data == NULL means a NULL pointer. */
+struct rpc_printf_str {
+    const char *data;
+    size_t len; /* bytes at data; formatting stops earlier at a NUL */
+};
+
+/*
+ * Appends the formatted text of one printf call to `out`.
+ *   fmt, fmt_len   the format; formatting stops at fmt_len or the first NUL
+ *   args, args_len the packed argument buffer (may be NULL if args_len is 0)
+ *   strs, nstrs    the payloads of the %s conversions, in order
+ *   nconv_p        if not NULL, receives the number of conversions that took
+ *                  an argument (CUDA's vprintf returns this count)
+ * Returns TETHER_OK, or TETHER_ERR_NO_MEMORY when the buffer could not grow
+ * (what was formatted so far stays in `out`).  Bad input is not an error:
+ * it yields markers (see above).
+ */
+tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_t fmt_len,
+                                  const void *args, size_t args_len,
+                                  const struct rpc_printf_str *strs, size_t nstrs,
+                                  uint32_t *nconv_p);
+
+/*
+ * Decodes one TETHER_RPC_OP_PRINTF message (tether/rpc_opcodes.h: header,
+ * format, argument buffer, %s records) and formats it as above.  A message
+ * whose lengths do not add up is formatted as far as its bytes go: a short
+ * format or argument buffer is cut, missing %s records become markers.
+ *   stream_p   if not NULL, receives the header's stream field (unchecked)
+ * Returns TETHER_OK, TETHER_ERR_INVALID if the message is shorter than its
+ * header (nothing is appended), or TETHER_ERR_NO_MEMORY.
+ */
+tether_status_t rpc_printf_format_msg(struct rpc_outbuf *out, const void *msg, size_t msg_len,
+                                      uint32_t *stream_p, uint32_t *nconv_p);
+
+#endif /* TETHER_RPC_PRINTF_H */
