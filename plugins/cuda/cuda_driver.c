@@ -1,6 +1,6 @@
 /*
  * cuda_driver.c - dlopen libcuda and resolve CUDA_DRIVER_SYMBOLS; the
- * CUresult converter; the CUDA plugin's log.  See cuda_driver.h.
+ * CUresult converter.  See cuda_driver.h.
  */
 #include "cuda_driver.h"
 
@@ -19,27 +19,6 @@ const char *const cuda_driver_symbol_names[CUDA_SLOT_COUNT_] = {
 
 /* The names tried when the caller names no library, in order. */
 static const char *const cuda_driver_default_names[] = {"libcuda.so.1", "libcuda.so"};
-
-static bool cuda_log_info_enabled(void)
-{
-    const char *env = getenv("LIBOMPTARGET_INFO");
-
-    return env != NULL && strtol(env, NULL, 0) != 0;
-}
-
-void cuda_log(enum cuda_log_level level, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-
-    if (level == CUDA_LOG_INFO && !cuda_log_info_enabled())
-        return;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    /* One fprintf per line so that lines of concurrent threads do not interleave. */
-    fprintf(stderr, "tether cuda: %s: %s\n", level == CUDA_LOG_INFO ? "info" : "warning", line);
-}
 
 static void cuda_error_set(struct tether_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -126,8 +105,6 @@ tether_status_t cuda_driver_open(const char *library, struct cuda_driver **drv_p
     drv->handle = cuda_driver_dlopen(library, drv, err);
     if (drv->handle == NULL) {
         status = TETHER_ERR_NO_DRIVER;
-        cuda_log(CUDA_LOG_INFO, "no CUDA driver found (%s); the CUDA plugin reports 0 devices",
-                 library != NULL ? library : "libcuda.so.1, libcuda.so");
         goto free_drv;
     }
 
@@ -146,8 +123,6 @@ tether_status_t cuda_driver_open(const char *library, struct cuda_driver **drv_p
         status = TETHER_ERR_DRIVER;
         cuda_error_set(err, "CUDA driver %s lacks %s (driver too old for tether?)", drv->library,
                        missing);
-        cuda_log(CUDA_LOG_WARNING, "CUDA driver %s lacks %s (driver too old for tether?)",
-                 drv->library, missing);
         goto close_handle;
     }
     *drv_p = drv;
@@ -212,6 +187,7 @@ tether_status_t cuda_driver_check(const struct cuda_driver *drv, CUresult result
     if (drv == NULL || drv->cuGetErrorString(result, &text) != CUDA_SUCCESS || text == NULL)
         text = "no description from the driver";
     cuda_error_set(err, "%s: %s: %s", call, name, text);
-    cuda_log(CUDA_LOG_WARNING, "%s: %s: %s", call, name, text);
+    plugin_log(drv != NULL ? drv->plugin : NULL, NULL, PLUGIN_LOG_DEBUG, "%s: %s: %s", call, name,
+               text);
     return cuda_result_to_status(result);
 }

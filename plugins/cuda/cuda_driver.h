@@ -20,14 +20,16 @@
  *    copy it and replace slots (fault injection); the copy must not outlive
  *    the driver it was copied from.
  *
- * Thread safety: cuda_driver_open(), cuda_driver_close() and
- * cuda_driver_check() may be called from any thread; close must be the last
- * call on a driver.  The CUDA functions themselves have CUDA's own rules.
+ * Thread safety: cuda_driver_check() and the entry points may be called
+ * from any number of threads at once (the CUDA functions have CUDA's own
+ * rules).  cuda_driver_open() and cuda_driver_close() may be called from any
+ * thread; close must be the last call on a driver.
  *
- * Logging: cuda_driver_check() logs a failed call at warning level with the
- * driver's own error name and text; cuda_driver_open() logs "no driver" at
- * info level and other failures at warning level (docs/cuda.md).  Info lines
- * are printed only when LIBOMPTARGET_INFO is set to a non-zero value.
+ * Errors and logging follow common/plugin.h: a failure is described in
+ * err->msg, with the driver's own error name and text, and returned; the
+ * caller (ultimately common) decides how loudly to report it.
+ * cuda_driver_check() also logs every failed call it sees at
+ * PLUGIN_LOG_DEBUG (TETHER_DEBUG=1), expected ones included.
  */
 #ifndef TETHER_CUDA_DRIVER_H
 #define TETHER_CUDA_DRIVER_H
@@ -35,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plugin.h"
 #include "tether/status.h"
 
 /* ---- Types, with the ABI of CUDA's cuda.h (CUDA >= 11; 64-bit only) ---- */
@@ -252,8 +255,9 @@ struct cuda_driver {
 #define CUDA_DRIVER_SLOT_(member, symbol, kind, params) CUresult(*member) params;
     CUDA_DRIVER_SYMBOLS(CUDA_DRIVER_SLOT_)
 #undef CUDA_DRIVER_SLOT_
-    void *handle;      /* from dlopen; owned */
-    char library[256]; /* the name or path that was opened, for messages */
+    void *handle;                /* from dlopen; owned */
+    char library[256];           /* the name or path that was opened, for messages */
+    const struct plugin *plugin; /* log prefix; set by the owner after open, may be NULL */
 };
 
 /* Open the CUDA driver and resolve every entry point.
@@ -264,11 +268,12 @@ struct cuda_driver {
  * cuda_driver_close().  cuInit is NOT called.
  *
  * Returns TETHER_OK; TETHER_ERR_NO_DRIVER when no library could be opened
- * (logged at info level: a machine without CUDA is not an error);
+ * (a machine without CUDA: the caller reports zero devices at info level);
  * TETHER_ERR_DRIVER when a library opened but lacks a REQ entry point (the
- * message names the first missing symbol; logged as a warning);
- * TETHER_ERR_NO_MEMORY.  On failure nothing stays open and *drv_p is not
- * written; err (may be NULL) receives a one-line message. */
+ * message names the first missing symbol: a warning for the caller);
+ * TETHER_ERR_INVALID (drv_p NULL); TETHER_ERR_NO_MEMORY.  On failure nothing
+ * stays open and *drv_p is not written; err (may be NULL) receives a one-line
+ * message.  Nothing is logged here. */
 tether_status_t cuda_driver_open(const char *library, struct cuda_driver **drv_p,
                                  struct tether_error *err);
 
@@ -278,18 +283,19 @@ void cuda_driver_close(struct cuda_driver *drv);
 
 /* The CUresult -> tether_status_t converter, used at every driver call site.
  *
- * CUDA_SUCCESS -> TETHER_OK, nothing logged.  Any other result is logged as a
- * warning together with the driver's own name and text for it (from
- * cuGetErrorName/cuGetErrorString), also written to err (may be NULL) as
- * "<call>: <CUDA_ERROR_NAME>: <text>", and mapped:
+ * CUDA_SUCCESS -> TETHER_OK, nothing logged.  Any other result is written to
+ * err (may be NULL) with the driver's own name and text for it (from
+ * cuGetErrorName/cuGetErrorString) as "<call>: <CUDA_ERROR_NAME>: <text>",
+ * logged at PLUGIN_LOG_DEBUG with the same words, and mapped:
  *   OUT_OF_MEMORY -> TETHER_ERR_NO_MEMORY; INVALID_VALUE -> TETHER_ERR_INVALID;
  *   NO_DEVICE, INVALID_DEVICE -> TETHER_ERR_NO_DEVICE;
  *   INVALID_IMAGE, NO_BINARY_FOR_GPU, UNSUPPORTED_PTX_VERSION -> TETHER_ERR_BAD_IMAGE;
  *   NOT_READY -> TETHER_ERR_NOT_READY; NOT_SUPPORTED -> TETHER_ERR_UNSUPPORTED;
  *   NOT_FOUND -> TETHER_ERR_NOT_FOUND; everything else -> TETHER_ERR_DRIVER.
  * Results a caller expects (NOT_READY from a query, HOST_MEMORY_ALREADY_REGISTERED
- * from a register) are tested by the caller before this is called, so they
- * are not logged.  call names the entry point, e.g. "cuMemAlloc_v2". */
+ * from a register) are tested by the caller before this is called.  call
+ * names the entry point, e.g. "cuMemAlloc_v2".  drv may be NULL (no driver
+ * strings then: "CUresult <n>"). */
 tether_status_t cuda_driver_check(const struct cuda_driver *drv, CUresult result, const char *call,
                                   struct tether_error *err);
 
@@ -309,12 +315,5 @@ extern const char *const cuda_driver_symbol_names[CUDA_SLOT_COUNT_];
 #define CUDA_CALL(drv, err, member, ...)                                                           \
     cuda_driver_check((drv), (drv)->member(__VA_ARGS__),                                           \
                       cuda_driver_symbol_names[CUDA_SLOT_##member], (err))
-
-/* Logging for the CUDA plugin.  level: CUDA_LOG_INFO lines are printed only
- * when LIBOMPTARGET_INFO is non-zero; warnings always.  Lines go to stderr as
- * "tether cuda: <level>: <message>". */
-enum cuda_log_level { CUDA_LOG_INFO, CUDA_LOG_WARNING };
-void cuda_log(enum cuda_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 
 #endif /* TETHER_CUDA_DRIVER_H */
