@@ -1,0 +1,918 @@
+/*
+ * rpc/rpc.h - the port protocol: mutually exclusive use of shared buffers by
+ * a client (usually a GPU) and a server (usually the host), header only.
+ *
+ * ROLE
+ *   A client and a server share one zero-initialised region of memory (pinned
+ *   host memory for a GPU, a MAP_SHARED mapping for two processes, plain
+ *   memory for two threads).  The region holds `ports` independent ports; a
+ *   port is a mailbox pair, a header (opcode, lane mask) and one 64-byte
+ *   buffer per lane.  A call takes one port: the client opens it with an
+ *   opcode, then client and server alternate send and recv on its buffers,
+ *   then both close it.  Once the region exists there are no failure modes:
+ *   nothing here returns an error after *_init().
+ *
+ *   The same source compiles for the host (C11 atomics) and, under clang, for
+ *   nvptx64 and amdgcn (see rpc_arch.h); include it inside
+ *   `#pragma omp declare target` for device code.  Freestanding: fixed-width
+ *   types, no libc, no allocation.  docs/rpc-protocol.md explains the design.
+ *
+ * LAYOUT of the region (rpc_region_size(ports, lanes) bytes, 64-byte aligned;
+ * W = ceil(ports / 32), every part starts on a 64-byte boundary):
+ *     [client outbox bitmap: W x u32] written by the client only
+ *     [server outbox bitmap: W x u32] written by the server only
+ *     [header x ports: {u64 lane_mask; u32 opcode; u32 reserved}]
+ *     [buffer x ports x lanes: 64 bytes]  port p, lane l at p * lanes + l
+ *   Port p is bit (p % 32) of word (p / 32) in both bitmaps.  Each side's
+ *   outbox is the other side's inbox.
+ *
+ * OWNERSHIP (the whole protocol)
+ *   For port p let c = client outbox bit, s = server outbox bit.
+ *     c == s : the client owns the port's header and buffers;
+ *     c != s : the server owns them.
+ *   A side touches a port's header or buffers only while it owns them, and
+ *   gives them away by flipping its own outbox bit (never the other side's).
+ *   So each flip hands a token across; at any moment exactly one side owns.
+ *   Among the agents of one side (warps of a GPU, threads of a host), a port
+ *   is held by one caller at a time through a lock bitmap that lives in that
+ *   side's own memory (never in the shared region).
+ *
+ *   client: open   lock a port with c == s, write the header
+ *           send   [wait until owned] fill buffers, flip c
+ *           recv   [if the previous op was a recv: flip c] wait until owned,
+ *                  read buffers
+ *           close  unlock (buffers stay with whoever owns them)
+ *   server: open   lock a port with c != s (a call is waiting), read header
+ *           recv   [if the previous op was a recv: flip s] wait until owned,
+ *                  read buffers (the first recv after open does not wait)
+ *           send   [wait until owned] fill buffers, flip s
+ *           close  if the server still owns the port, flip s; unlock
+ *   Every send is matched by a recv on the other side.  The client's first
+ *   operation is a send, the server's first is a recv.  A client may close
+ *   right after a send (fire and forget): the port then stays with the
+ *   server (c != s), so client open skips it until the server's close hands
+ *   it back.  Client open re-checks c == s after taking the lock.
+ *
+ * MEMORY ORDERING (what each step needs, and why)
+ *   Shared words are accessed only through rpc_arch.h:
+ *   W1 Waiting for ownership: relaxed loads of the inbox word (and this
+ *      side's outbox word) in a loop.  Relaxed is enough because no data is
+ *      read through the value; it only says "maybe owned".
+ *   W2 Once a load shows ownership: one ACQUIRE fence before the first
+ *      access to the header or buffers.  It pairs with the other side's
+ *      release flip (W3) and makes its buffer writes visible to our reads,
+ *      and its buffer reads complete before our writes (no write of ours can
+ *      be seen by a read it made before handing over).
+ *   W3 Handing over: a RELEASE read-modify-write (fetch_xor) on this side's
+ *      outbox word, after the last buffer access.  RMW, not a store, because
+ *      32 ports share the word and other agents of the same side flip their
+ *      own bits concurrently; a load+store would lose their flips.  Atomicity
+ *      is needed among one side's agents only: the other side never writes
+ *      this word, it just reads it (W1).
+ *   L1 Lock: RMW fetch_or with acquire on the side's lock word; unlock:
+ *      fetch_and with release.  A new holder thereby sees the previous
+ *      holder's flips and so computes the port's outbox bit correctly.
+ *   L2 Open re-checks ownership (W1 + W2) after L1: another agent of the same
+ *      side may have served and closed the port between scan and lock.
+ *   Host threads (C11): W1 memory_order_relaxed loads, W2
+ *   atomic_thread_fence(memory_order_acquire), W3 atomic_fetch_xor_explicit(
+ *   memory_order_release), L1 fetch_or acquire / fetch_and release.  (Under
+ *   ThreadSanitizer W2 becomes an acquire re-load of the same word, which
+ *   TSan models; the fence it does not.)
+ *   GPU and host over PCIe (system scope): W1 ld.volatile (nvptx, =
+ *   ld.relaxed.sys) / relaxed system-scope atomic load (amdgcn); W2
+ *   membar.sys / fence acquire system; W3 every lane fences (membar.sys /
+ *   fence release system), the warp synchronises, one lane does
+ *   atom.sys.xor / system-scope fetch_xor.  The GPU-side locks are
+ *   device-scope (membar.gl).  The host side of a PCIe pair uses the host
+ *   rules: x86 loads are not reordered with older loads and the CPU's
+ *   lock-prefixed RMW is a full barrier, so the host's flip is ordered after
+ *   its buffer accesses as the GPU observes them.
+ *
+ * THREAD SAFETY
+ *   Any number of agents of one side may call open concurrently on one
+ *   struct rpc_client / rpc_server; an open port (rpc_port_t) belongs to the
+ *   caller that opened it and must not be used by two callers at once.
+ *   Distinct ports never affect each other; no forward progress between
+ *   callers is assumed (a caller stalled on its port blocks only that port).
+ *   On a SIMT target all lanes of the port's lane mask make every call on the
+ *   port together (convergently); on the host one thread acts for all lanes.
+ *
+ * LANES
+ *   A port has `lanes` 64-byte buffers; a call uses the lanes in its lane
+ *   mask.  Per-lane callbacks (rpc_lane_fn) run once per active lane: on a
+ *   SIMT target each lane runs it for itself, on the host the calling thread
+ *   runs it for every lane of the mask in ascending order.  Per-lane arrays
+ *   (send_n/recv_n) are indexed by lane on the host and are the lane's own
+ *   element ([0]) on a SIMT target.  On a SIMT target `lanes` must be at
+ *   least the warp size.
+ *
+ * MISUSE
+ *   With NDEBUG undefined (or RPC_DEBUG defined) misuse traps: a port handle
+ *   not made by an open of this process object, use after close, a recv
+ *   before the client's first send, a send before the server's first recv,
+ *   another operation between recv_n_size and recv_n_data, a lane mask
+ *   outside the lane count.
+ */
+#ifndef TETHER_RPC_H
+#define TETHER_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "rpc_arch.h"
+#include "tether/status.h"
+
+#if !defined(NDEBUG) || defined(RPC_DEBUG)
+#define RPC_CHECKS 1
+#if defined(RPC_ARCH_HOST)
+#include <assert.h>
+#define RPC_ASSERT(cond) assert(cond)
+#else
+#define RPC_ASSERT(cond) ((cond) ? (void)0 : __builtin_trap())
+#endif
+#else
+#define RPC_CHECKS 0
+#define RPC_ASSERT(cond) ((void)0)
+#endif
+
+/* ---- limits and layout ------------------------------------------------- */
+
+#define RPC_PORTS_MAX (1u << 20) /* ports per region */
+#define RPC_LANES_MAX 64u        /* lanes per port (bits of a lane mask) */
+#define RPC_BUFFER_SIZE 64u      /* bytes per lane buffer */
+#define RPC_ALIGN 64u            /* alignment of the region and its parts */
+
+/* Bytes of a stream's first packet that carry data (the first 8 hold the
+ * lane's total length); later packets carry RPC_BUFFER_SIZE bytes. */
+#define RPC_STREAM_FIRST (RPC_BUFFER_SIZE - 8u)
+
+/* One lane's buffer. */
+struct rpc_buffer {
+    uint64_t data[RPC_BUFFER_SIZE / 8];
+};
+
+/* Per-port header, written by the client at open, read by the server. */
+struct rpc_header {
+    uint64_t lane_mask;
+    uint32_t opcode;
+    uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct rpc_buffer) == RPC_BUFFER_SIZE, "rpc_buffer layout");
+_Static_assert(sizeof(struct rpc_header) == 16, "rpc_header layout");
+_Static_assert(sizeof(rpc_word_t) == 4, "mailbox words are 32 bits");
+_Static_assert(RPC_PORTS_MAX % 32 == 0, "bitmap words");
+
+static inline uint64_t rpc_align_(uint64_t n)
+{
+    return (n + RPC_ALIGN - 1) & ~(uint64_t)(RPC_ALIGN - 1);
+}
+
+/* True when a region may have `ports` ports of `lanes` lanes. */
+static inline bool rpc_config_valid(uint32_t ports, uint32_t lanes)
+{
+    return ports >= 1 && ports <= RPC_PORTS_MAX && lanes >= 1 && lanes <= RPC_LANES_MAX;
+}
+
+/* Number of 32-bit words of one bitmap. */
+static inline uint32_t rpc_bitmap_words(uint32_t ports)
+{
+    return (ports + 31) / 32;
+}
+
+/* Offsets of the parts of the region (see LAYOUT).  Valid configs only. */
+static inline uint64_t rpc_bitmap_bytes_(uint32_t ports)
+{
+    return rpc_align_((uint64_t)rpc_bitmap_words(ports) * 4);
+}
+
+static inline uint64_t rpc_client_outbox_offset(uint32_t ports)
+{
+    (void)ports;
+    return 0;
+}
+
+static inline uint64_t rpc_server_outbox_offset(uint32_t ports)
+{
+    return rpc_bitmap_bytes_(ports);
+}
+
+static inline uint64_t rpc_header_offset(uint32_t ports)
+{
+    return 2 * rpc_bitmap_bytes_(ports);
+}
+
+static inline uint64_t rpc_buffer_offset(uint32_t ports)
+{
+    return rpc_header_offset(ports) + rpc_align_((uint64_t)ports * sizeof(struct rpc_header));
+}
+
+/* Size in bytes of the shared region for `ports` x `lanes`; 0 when the
+ * configuration is not valid.  The region must be 64-byte aligned and zeroed
+ * before either side is initialised. */
+static inline uint64_t rpc_region_size(uint32_t ports, uint32_t lanes)
+{
+    if (!rpc_config_valid(ports, lanes))
+        return 0;
+    return rpc_buffer_offset(ports) + (uint64_t)ports * lanes * RPC_BUFFER_SIZE;
+}
+
+/* Size in bytes of one side's lock bitmap (its own memory, zeroed, 4-byte
+ * aligned, never shared with the other side); 0 when ports is not valid. */
+static inline uint64_t rpc_lock_size(uint32_t ports)
+{
+    if (ports < 1 || ports > RPC_PORTS_MAX)
+        return 0;
+    return (uint64_t)rpc_bitmap_words(ports) * sizeof(rpc_word_t);
+}
+
+/* ---- process objects ---------------------------------------------------- */
+
+/* One side's view of a region.  Holds only pointers and sizes, so a host can
+ * build a client for a GPU (with device addresses) and copy it into device
+ * memory bit for bit: the layout is the same for host and device compiles. */
+struct rpc_process {
+    rpc_word_t *inbox;          /* the other side's outbox bitmap: read only */
+    rpc_word_t *outbox;         /* this side's outbox bitmap */
+    struct rpc_header *headers; /* ports entries */
+    struct rpc_buffer *buffers; /* ports x lanes entries */
+    rpc_word_t *locks;          /* this side's lock bitmap (private memory) */
+    uint32_t ports;
+    uint32_t lanes;
+    uint32_t words;  /* rpc_bitmap_words(ports) */
+    uint32_t server; /* 0: client, 1: server */
+    rpc_word_t next; /* server: where the next scan starts (rotating) */
+    uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct rpc_process) == 64, "rpc_process layout is shared host/device");
+
+struct rpc_client {
+    struct rpc_process process;
+};
+
+struct rpc_server {
+    struct rpc_process process;
+};
+
+/* An open port.  Obtained only from an open function and passed by pointer
+ * to the operations; the fields are private (trailing underscore).  In
+ * checked builds `key_` ties the handle to its process object and index. */
+typedef struct rpc_port {
+    uint64_t lane_mask_;
+    uint32_t index_;
+    uint32_t opcode_;
+    uint32_t state_;
+    uint32_t key_;
+} rpc_port_t;
+
+_Static_assert(sizeof(rpc_port_t) == 24, "rpc_port layout");
+
+/* Per-lane callback of send/recv: `buffer` is lane `lane`'s 64 bytes, owned by
+ * the caller for the duration of the call. */
+typedef void (*rpc_lane_fn)(struct rpc_buffer *buffer, uint32_t lane, void *arg);
+
+/* ---- private helpers ---------------------------------------------------- */
+
+enum {
+    RPC_PS_OPEN = 1u << 0,     /* obtained from open, not closed yet */
+    RPC_PS_SERVER = 1u << 1,   /* server-side handle */
+    RPC_PS_OWNED = 1u << 2,    /* this side owns the buffers now */
+    RPC_PS_RECEIVED = 1u << 3, /* the last operation was a recv */
+    RPC_PS_FIRST = 1u << 4,    /* no send/recv yet since open */
+    RPC_PS_STREAM = 1u << 5,   /* between recv_n_size and recv_n_data */
+    RPC_PS_OUT = 1u << 6,      /* value of this side's outbox bit */
+};
+
+static inline uint32_t rpc_port_key_(const struct rpc_process *process, uint32_t index)
+{
+    uint64_t p = (uint64_t)(uintptr_t)process;
+    return (uint32_t)(p ^ (p >> 32)) ^ (index * 0x9e3779b9u) ^ 0x7e7e5a17u;
+}
+
+static inline uint64_t rpc_lanes_mask_(const struct rpc_process *process)
+{
+    return process->lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << process->lanes) - 1);
+}
+
+static inline struct rpc_buffer *rpc_slot_(const struct rpc_process *process,
+                                           const rpc_port_t *port)
+{
+    return process->buffers + (uint64_t)port->index_ * process->lanes;
+}
+
+/* Checked builds: the handle was made by open on this process object, is
+ * still open, and its lock bit is still held. */
+static inline void rpc_port_check_(struct rpc_process *process, const rpc_port_t *port)
+{
+#if RPC_CHECKS
+    RPC_ASSERT(port->state_ & RPC_PS_OPEN);
+    RPC_ASSERT(port->index_ < process->ports);
+    RPC_ASSERT(port->key_ == rpc_port_key_(process, port->index_));
+    RPC_ASSERT(((port->state_ & RPC_PS_SERVER) != 0) == (process->server != 0));
+    RPC_ASSERT(rpc_arch_load(port->lane_mask_, &process->locks[port->index_ / 32]) &
+               (1u << (port->index_ % 32)));
+#else
+    (void)process;
+    (void)port;
+#endif
+}
+
+/* W1: does this side own the port now?  (Relaxed load of the inbox word.) */
+static inline bool rpc_owned_(struct rpc_process *process, const rpc_port_t *port)
+{
+    uint32_t in = rpc_arch_load(port->lane_mask_, &process->inbox[port->index_ / 32]);
+    uint32_t in_bit = (in >> (port->index_ % 32)) & 1u;
+    uint32_t out_bit = (port->state_ & RPC_PS_OUT) ? 1u : 0u;
+    return (in_bit ^ out_bit) == process->server;
+}
+
+/* W1 + W2 for an operation that needs the buffers: false if the other side
+ * still has them. */
+static inline bool rpc_acquire_(struct rpc_process *process, rpc_port_t *port)
+{
+    if (port->state_ & RPC_PS_OWNED)
+        return true;
+    if (!rpc_owned_(process, port))
+        return false;
+    rpc_arch_acquire(port->lane_mask_, &process->inbox[port->index_ / 32]);
+    port->state_ |= RPC_PS_OWNED;
+    return true;
+}
+
+/* W3: hand the buffers to the other side. */
+static inline void rpc_release_(struct rpc_process *process, rpc_port_t *port)
+{
+    RPC_ASSERT(port->state_ & RPC_PS_OWNED);
+    rpc_arch_flip(port->lane_mask_, &process->outbox[port->index_ / 32], 1u << (port->index_ % 32));
+    port->state_ ^= RPC_PS_OUT;
+    port->state_ &= ~(uint32_t)RPC_PS_OWNED;
+}
+
+/* Runs fn once per active lane (SIMT: for the calling lane). */
+static inline void rpc_invoke_(const struct rpc_process *process, const rpc_port_t *port,
+                               rpc_lane_fn fn, void *arg)
+{
+    struct rpc_buffer *slot = rpc_slot_(process, port);
+#if RPC_ARCH_SIMT
+    uint32_t lane = rpc_arch_lane_id();
+    RPC_ASSERT(lane < process->lanes);
+    fn(&slot[lane], lane, arg);
+#else
+    for (uint64_t mask = port->lane_mask_; mask; mask &= mask - 1) {
+        uint32_t lane = (uint32_t)__builtin_ctzll(mask);
+        fn(&slot[lane], lane, arg);
+    }
+#endif
+}
+
+static inline void rpc_process_init_(struct rpc_process *process, void *region, uint32_t ports,
+                                     uint32_t lanes, void *locks, uint32_t server)
+{
+    char *base = (char *)region;
+    rpc_word_t *client_out = (rpc_word_t *)(base + rpc_client_outbox_offset(ports));
+    rpc_word_t *server_out = (rpc_word_t *)(base + rpc_server_outbox_offset(ports));
+    process->inbox = server ? client_out : server_out;
+    process->outbox = server ? server_out : client_out;
+    process->headers = (struct rpc_header *)(base + rpc_header_offset(ports));
+    process->buffers = (struct rpc_buffer *)(base + rpc_buffer_offset(ports));
+    process->locks = (rpc_word_t *)locks;
+    process->ports = ports;
+    process->lanes = lanes;
+    process->words = rpc_bitmap_words(ports);
+    process->server = server;
+    rpc_arch_init(&process->next, 0);
+    process->reserved = 0;
+}
+
+static inline tether_status_t rpc_process_check_args_(const void *process, const void *region,
+                                                      uint32_t ports, uint32_t lanes,
+                                                      const void *locks)
+{
+    if (!process || !region || !locks || !rpc_config_valid(ports, lanes))
+        return TETHER_ERR_INVALID;
+    if (((uintptr_t)region % RPC_ALIGN) != 0 || ((uintptr_t)locks % sizeof(rpc_word_t)) != 0)
+        return TETHER_ERR_INVALID;
+    return TETHER_OK;
+}
+
+/* Tries to lock port `index` and checks (L2) that this side may start or
+ * serve a call on it.  On success returns true with W2 done. */
+static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
+                                 uint32_t *out_p)
+{
+    uint32_t w = index / 32, bit = 1u << (index % 32);
+    if (!rpc_arch_try_lock(mask, &process->locks[w], bit))
+        return false;
+    uint32_t in = rpc_arch_load(mask, &process->inbox[w]);
+    uint32_t out = rpc_arch_load(mask, &process->outbox[w]);
+    if ((((in ^ out) & bit) != 0) != (process->server != 0)) {
+        rpc_arch_unlock(mask, &process->locks[w], bit);
+        return false;
+    }
+    rpc_arch_acquire(mask, &process->inbox[w]);
+    *out_p = (out & bit) ? 1u : 0u;
+    return true;
+}
+
+static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint32_t index,
+                                        uint64_t mask, uint32_t opcode, uint32_t out)
+{
+    rpc_port_t port;
+    port.lane_mask_ = mask;
+    port.index_ = index;
+    port.opcode_ = opcode;
+    port.state_ = RPC_PS_OPEN | RPC_PS_OWNED | RPC_PS_FIRST | (out ? RPC_PS_OUT : 0u) |
+                  (process->server ? RPC_PS_SERVER : 0u);
+    port.key_ = rpc_port_key_(process, index);
+    return port;
+}
+
+/* Operations shared by both sides.  Return false: still the other side's
+ * turn, nothing done (a recv after a recv has handed the buffers back, once). */
+static inline bool rpc_try_send_(struct rpc_process *process, rpc_port_t *port, rpc_lane_fn fill,
+                                 void *arg)
+{
+    rpc_port_check_(process, port);
+    RPC_ASSERT(!(port->state_ & RPC_PS_STREAM));
+    /* The server must receive the client's first packet before sending. */
+    RPC_ASSERT(!(process->server && (port->state_ & RPC_PS_FIRST)));
+    if (!rpc_acquire_(process, port))
+        return false;
+    rpc_invoke_(process, port, fill, arg);
+    rpc_release_(process, port);
+    port->state_ &= ~(uint32_t)(RPC_PS_RECEIVED | RPC_PS_FIRST);
+    return true;
+}
+
+static inline bool rpc_try_recv_(struct rpc_process *process, rpc_port_t *port, rpc_lane_fn use,
+                                 void *arg)
+{
+    rpc_port_check_(process, port);
+    RPC_ASSERT(!(port->state_ & RPC_PS_STREAM));
+    /* The client must send before it can receive anything. */
+    RPC_ASSERT(process->server || !(port->state_ & RPC_PS_FIRST));
+    if ((port->state_ & (RPC_PS_OWNED | RPC_PS_RECEIVED)) == (RPC_PS_OWNED | RPC_PS_RECEIVED))
+        rpc_release_(process, port); /* give back the packet already read */
+    if (!rpc_acquire_(process, port))
+        return false;
+    rpc_invoke_(process, port, use, arg);
+    port->state_ |= RPC_PS_RECEIVED;
+    port->state_ &= ~(uint32_t)RPC_PS_FIRST;
+    return true;
+}
+
+static inline void rpc_send_(struct rpc_process *process, rpc_port_t *port, rpc_lane_fn fill,
+                             void *arg)
+{
+    uint32_t spins = 0;
+    while (!rpc_try_send_(process, port, fill, arg))
+        rpc_arch_backoff(&spins);
+}
+
+static inline void rpc_recv_(struct rpc_process *process, rpc_port_t *port, rpc_lane_fn use,
+                             void *arg)
+{
+    uint32_t spins = 0;
+    while (!rpc_try_recv_(process, port, use, arg))
+        rpc_arch_backoff(&spins);
+}
+
+static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
+{
+    rpc_port_check_(process, port);
+    RPC_ASSERT(!(port->state_ & RPC_PS_STREAM));
+    /* The server hands a port it still owns back to the client (after a
+     * fire-and-forget call, or a call whose last step was a recv). */
+    if (process->server && (port->state_ & RPC_PS_OWNED))
+        rpc_release_(process, port);
+    rpc_arch_unlock(port->lane_mask_, &process->locks[port->index_ / 32],
+                    1u << (port->index_ % 32));
+    port->state_ = 0;
+}
+
+/* ---- streaming ----------------------------------------------------------- */
+
+/* Per-lane element of a per-lane array (see LANES). */
+static inline uint32_t rpc_lane_index_(uint32_t lane)
+{
+    return RPC_ARCH_SIMT ? 0 : lane;
+}
+
+static inline void rpc_copy_(void *dst, const void *src, uint64_t n)
+{
+    if (n)
+        __builtin_memcpy(dst, src, (size_t)n);
+}
+
+struct rpc_stream_ {
+    const void *const *src; /* send: per-lane sources */
+    void *const *dst;       /* recv: per-lane destinations */
+    const uint64_t *size;   /* send: per-lane sizes */
+    const uint64_t *cap;    /* recv: per-lane capacities */
+    uint64_t *size_p;       /* recv_n_size: per-lane sizes out */
+    uint64_t offset;        /* byte offset of this packet's data */
+    uint64_t max;           /* host: largest size over the lanes */
+};
+
+static inline void rpc_stream_first_fill_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
+    uint64_t size = s->size[rpc_lane_index_(lane)];
+    const char *src = (const char *)s->src[rpc_lane_index_(lane)];
+    buffer->data[0] = size;
+    rpc_copy_(&buffer->data[1], src, size < RPC_STREAM_FIRST ? size : RPC_STREAM_FIRST);
+    if (size > s->max)
+        s->max = size;
+}
+
+static inline void rpc_stream_fill_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
+    uint64_t size = s->size[rpc_lane_index_(lane)];
+    const char *src = (const char *)s->src[rpc_lane_index_(lane)];
+    if (s->offset < size) {
+        uint64_t n = size - s->offset;
+        rpc_copy_(buffer->data, src + s->offset, n < RPC_BUFFER_SIZE ? n : RPC_BUFFER_SIZE);
+    }
+}
+
+static inline void rpc_stream_size_use_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
+    uint64_t size = buffer->data[0];
+    s->size_p[rpc_lane_index_(lane)] = size;
+}
+
+/* Copies bytes [offset, offset + len) of a lane's stream, clipped to its
+ * capacity, from the packet at `from`. */
+static inline void rpc_stream_put_(struct rpc_stream_ *s, uint32_t lane, const void *from,
+                                   uint64_t len)
+{
+    uint64_t cap = s->cap[rpc_lane_index_(lane)];
+    char *dst = (char *)s->dst[rpc_lane_index_(lane)];
+    if (s->offset >= cap)
+        return;
+    if (len > cap - s->offset)
+        len = cap - s->offset;
+    rpc_copy_(dst + s->offset, from, len);
+}
+
+static inline void rpc_stream_first_use_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
+    uint64_t size = buffer->data[0];
+    rpc_stream_put_(s, lane, &buffer->data[1], size < RPC_STREAM_FIRST ? size : RPC_STREAM_FIRST);
+    if (size > s->max)
+        s->max = size;
+}
+
+static inline void rpc_stream_use_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
+    uint64_t size = s->size[rpc_lane_index_(lane)];
+    if (s->offset < size) {
+        uint64_t n = size - s->offset;
+        rpc_stream_put_(s, lane, buffer->data, n < RPC_BUFFER_SIZE ? n : RPC_BUFFER_SIZE);
+    }
+}
+
+/* Does any lane still have bytes at or after `offset`?  Host: the running
+ * maximum; SIMT: a vote over the warp. */
+static inline bool rpc_stream_more_(const rpc_port_t *port, const struct rpc_stream_ *s,
+                                    uint64_t lane_size)
+{
+#if RPC_ARCH_SIMT
+    return rpc_arch_any(port->lane_mask_, s->offset < lane_size);
+#else
+    (void)port;
+    (void)lane_size;
+    return s->offset < s->max;
+#endif
+}
+
+static inline void rpc_send_n_(struct rpc_process *process, rpc_port_t *port,
+                               const void *const *src, const uint64_t *size)
+{
+    struct rpc_stream_ s = {src, NULL, size, NULL, NULL, 0, 0};
+    uint64_t own = RPC_ARCH_SIMT ? size[0] : 0;
+    rpc_send_(process, port, rpc_stream_first_fill_, &s);
+    for (s.offset = RPC_STREAM_FIRST; rpc_stream_more_(port, &s, own); s.offset += RPC_BUFFER_SIZE)
+        rpc_send_(process, port, rpc_stream_fill_, &s);
+}
+
+static inline void rpc_recv_n_size_(struct rpc_process *process, rpc_port_t *port, uint64_t *size_p)
+{
+    struct rpc_stream_ s = {NULL, NULL, NULL, NULL, size_p, 0, 0};
+    rpc_recv_(process, port, rpc_stream_size_use_, &s);
+    port->state_ |= RPC_PS_STREAM;
+}
+
+static inline void rpc_recv_n_data_(struct rpc_process *process, rpc_port_t *port, void *const *dst,
+                                    const uint64_t *cap)
+{
+    RPC_ASSERT(port->state_ & RPC_PS_STREAM);
+    RPC_ASSERT(port->state_ & RPC_PS_OWNED);
+    port->state_ &= ~(uint32_t)RPC_PS_STREAM;
+    rpc_port_check_(process, port);
+    /* The first packet is still in the buffers (this side owns them): take
+     * the per-lane sizes from it, then its data. */
+    const struct rpc_buffer *slot = rpc_slot_(process, port);
+    uint64_t sizes[RPC_ARCH_SIMT ? 1 : RPC_LANES_MAX];
+    uint64_t own = 0;
+#if RPC_ARCH_SIMT
+    own = slot[rpc_arch_lane_id()].data[0];
+    sizes[0] = own;
+#else
+    for (uint64_t mask = port->lane_mask_; mask; mask &= mask - 1) {
+        uint32_t lane = (uint32_t)__builtin_ctzll(mask);
+        sizes[lane] = slot[lane].data[0];
+    }
+#endif
+    struct rpc_stream_ s = {NULL, dst, sizes, cap, NULL, 0, 0};
+    rpc_invoke_(process, port, rpc_stream_first_use_, &s);
+    for (s.offset = RPC_STREAM_FIRST; rpc_stream_more_(port, &s, own); s.offset += RPC_BUFFER_SIZE)
+        rpc_recv_(process, port, rpc_stream_use_, &s);
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+/* Makes `client` the client side of `region` (rpc_region_size(ports, lanes)
+ * bytes, 64-byte aligned, zeroed before either side starts) with lock bitmap
+ * `locks` (rpc_lock_size(ports) bytes, zeroed, private to the client side).
+ * Touches neither region nor locks, so it may be run by the host for a GPU
+ * with device addresses.  Returns TETHER_ERR_INVALID for NULL pointers,
+ * misalignment or !rpc_config_valid(ports, lanes); nothing to clean up. */
+static inline tether_status_t rpc_client_init(struct rpc_client *client, void *region,
+                                              uint32_t ports, uint32_t lanes, void *locks)
+{
+    tether_status_t status = rpc_process_check_args_(client, region, ports, lanes, locks);
+    if (status != TETHER_OK)
+        return status;
+    rpc_process_init_(&client->process, region, ports, lanes, locks, 0);
+    return TETHER_OK;
+}
+
+/* One sweep over all ports starting at port `hint % ports` (spread callers,
+ * e.g. SM id or thread id): locks the first free port the client owns,
+ * writes {lane_mask, opcode} into its header and returns true with *port_p
+ * set; false (nothing changed) if every port is busy.  Per 32 ports it loads
+ * the lock word and both mailbox words once.  `lane_mask`: the lanes making
+ * the call, non-zero, below bit `lanes`. */
+static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcode,
+                                       uint64_t lane_mask, uint32_t hint, rpc_port_t *port_p)
+{
+    struct rpc_process *p = &client->process;
+    RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
+    uint32_t start = hint % p->ports;
+    uint32_t w = start / 32;
+    for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
+        /* Candidates: unlocked and client-owned (c == s). */
+        uint32_t busy =
+            rpc_arch_load(lane_mask, &p->locks[w]) |
+            (rpc_arch_load(lane_mask, &p->inbox[w]) ^ rpc_arch_load(lane_mask, &p->outbox[w]));
+        uint32_t free = ~busy;
+        if (w == p->words - 1 && p->ports % 32)
+            free &= (1u << (p->ports % 32)) - 1;
+        if (i == 0)
+            free &= ~0u << (start % 32); /* first visit: ports >= start */
+        else if (i == p->words)
+            free &= ~(~0u << (start % 32)); /* wrapped around: ports < start */
+        while (free) {
+            uint32_t bit = (uint32_t)__builtin_ctz(free);
+            uint32_t index = w * 32 + bit, out;
+            free &= free - 1;
+            if (!rpc_try_take_(p, lane_mask, index, &out))
+                continue;
+            if (rpc_arch_is_first_lane(lane_mask)) {
+                p->headers[index].lane_mask = lane_mask;
+                p->headers[index].opcode = opcode;
+            }
+            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Blocking open: retries rpc_client_try_open until a port is free. */
+static inline rpc_port_t rpc_client_open(struct rpc_client *client, uint32_t opcode,
+                                         uint64_t lane_mask, uint32_t hint)
+{
+    rpc_port_t port;
+    uint32_t spins = 0;
+    while (!rpc_client_try_open(client, opcode, lane_mask, hint, &port))
+        rpc_arch_backoff(&spins);
+    return port;
+}
+
+/* Waits until the client owns the buffers, runs fill for each active lane,
+ * hands the buffers to the server. */
+static inline void rpc_client_send(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn fill,
+                                   void *arg)
+{
+    rpc_send_(&client->process, port, fill, arg);
+}
+
+/* Waits until the server has answered, runs use for each active lane. */
+static inline void rpc_client_recv(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn use,
+                                   void *arg)
+{
+    rpc_recv_(&client->process, port, use, arg);
+}
+
+/* Non-blocking send/recv: false means "still the server's turn", nothing was
+ * done (retry later with the same port). */
+static inline bool rpc_client_try_send(struct rpc_client *client, rpc_port_t *port,
+                                       rpc_lane_fn fill, void *arg)
+{
+    return rpc_try_send_(&client->process, port, fill, arg);
+}
+
+static inline bool rpc_client_try_recv(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn use,
+                                       void *arg)
+{
+    return rpc_try_recv_(&client->process, port, use, arg);
+}
+
+/* Streams each active lane's byte string src[lane] of size[lane] bytes (SIMT:
+ * src[0], size[0] of the calling lane); any length, 0 included.  One packet
+ * per 64 bytes (the first carries the length and 56 bytes). */
+static inline void rpc_client_send_n(struct rpc_client *client, rpc_port_t *port,
+                                     const void *const *src, const uint64_t *size)
+{
+    rpc_send_n_(&client->process, port, src, size);
+}
+
+/* Receives a stream's first packet and writes each active lane's total length
+ * to size_p[lane] (SIMT: size_p[0]).  The next call on the port must be
+ * rpc_client_recv_n_data. */
+static inline void rpc_client_recv_n_size(struct rpc_client *client, rpc_port_t *port,
+                                          uint64_t *size_p)
+{
+    rpc_recv_n_size_(&client->process, port, size_p);
+}
+
+/* Receives the rest of the stream into dst[lane], writing at most cap[lane]
+ * bytes (the rest of a longer stream is drained and dropped). */
+static inline void rpc_client_recv_n_data(struct rpc_client *client, rpc_port_t *port,
+                                          void *const *dst, const uint64_t *cap)
+{
+    rpc_recv_n_data_(&client->process, port, dst, cap);
+}
+
+/* rpc_client_recv_n_size then rpc_client_recv_n_data. */
+static inline void rpc_client_recv_n(struct rpc_client *client, rpc_port_t *port, void *const *dst,
+                                     const uint64_t *cap, uint64_t *size_p)
+{
+    rpc_recv_n_size_(&client->process, port, size_p);
+    rpc_recv_n_data_(&client->process, port, dst, cap);
+}
+
+/* Releases the port for other client callers.  Right after a send this is a
+ * fire-and-forget call: the port becomes usable again once the server has
+ * closed its side. */
+static inline void rpc_client_close(struct rpc_client *client, rpc_port_t *port)
+{
+    rpc_close_(&client->process, port);
+}
+
+/* ---- server -------------------------------------------------------------- */
+
+/* As rpc_client_init, for the server side (its own lock bitmap). */
+static inline tether_status_t rpc_server_init(struct rpc_server *server, void *region,
+                                              uint32_t ports, uint32_t lanes, void *locks)
+{
+    tether_status_t status = rpc_process_check_args_(server, region, ports, lanes, locks);
+    if (status != TETHER_OK)
+        return status;
+    rpc_process_init_(&server->process, region, ports, lanes, locks, 1);
+    return TETHER_OK;
+}
+
+/* One sweep for a port with a call waiting (c != s), starting where the
+ * previous successful open left off (round robin: every waiting port is found
+ * within one sweep, none starves).  Per 32 ports one xor of the two mailbox
+ * words and a load of the lock word; an idle sweep costs 3 x ceil(ports/32)
+ * relaxed loads.  On success locks the port, reads its header into the
+ * handle and returns true with *port_p set; false if no call is waiting.
+ * The server must recv before it sends. */
+static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *port_p)
+{
+    struct rpc_process *p = &server->process;
+    const uint64_t mask = 1; /* the server is a host thread or one lane */
+    uint32_t start = rpc_arch_load(mask, &p->next);
+    if (start >= p->ports)
+        start = 0;
+    uint32_t w = start / 32;
+    for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
+        uint32_t ready = (rpc_arch_load(mask, &p->inbox[w]) ^ rpc_arch_load(mask, &p->outbox[w])) &
+                         ~rpc_arch_load(mask, &p->locks[w]);
+        if (i == 0)
+            ready &= ~0u << (start % 32);
+        else if (i == p->words)
+            ready &= ~(~0u << (start % 32));
+        while (ready) {
+            uint32_t bit = (uint32_t)__builtin_ctz(ready);
+            uint32_t index = w * 32 + bit, out;
+            ready &= ready - 1;
+            if (!rpc_try_take_(p, mask, index, &out))
+                continue;
+            rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
+            /* The header comes from the other side: clip the lane mask to
+             * this region's lanes so a bad mask cannot index past the port. */
+            struct rpc_header header = p->headers[index];
+            *port_p =
+                rpc_port_make_(p, index, header.lane_mask & rpc_lanes_mask_(p), header.opcode, out);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Blocking open: waits for a call. */
+static inline rpc_port_t rpc_server_open(struct rpc_server *server)
+{
+    rpc_port_t port;
+    uint32_t spins = 0;
+    while (!rpc_server_try_open(server, &port))
+        rpc_arch_backoff(&spins);
+    return port;
+}
+
+static inline void rpc_server_recv(struct rpc_server *server, rpc_port_t *port, rpc_lane_fn use,
+                                   void *arg)
+{
+    rpc_recv_(&server->process, port, use, arg);
+}
+
+static inline void rpc_server_send(struct rpc_server *server, rpc_port_t *port, rpc_lane_fn fill,
+                                   void *arg)
+{
+    rpc_send_(&server->process, port, fill, arg);
+}
+
+static inline bool rpc_server_try_recv(struct rpc_server *server, rpc_port_t *port, rpc_lane_fn use,
+                                       void *arg)
+{
+    return rpc_try_recv_(&server->process, port, use, arg);
+}
+
+static inline bool rpc_server_try_send(struct rpc_server *server, rpc_port_t *port,
+                                       rpc_lane_fn fill, void *arg)
+{
+    return rpc_try_send_(&server->process, port, fill, arg);
+}
+
+static inline void rpc_server_send_n(struct rpc_server *server, rpc_port_t *port,
+                                     const void *const *src, const uint64_t *size)
+{
+    rpc_send_n_(&server->process, port, src, size);
+}
+
+static inline void rpc_server_recv_n_size(struct rpc_server *server, rpc_port_t *port,
+                                          uint64_t *size_p)
+{
+    rpc_recv_n_size_(&server->process, port, size_p);
+}
+
+static inline void rpc_server_recv_n_data(struct rpc_server *server, rpc_port_t *port,
+                                          void *const *dst, const uint64_t *cap)
+{
+    rpc_recv_n_data_(&server->process, port, dst, cap);
+}
+
+static inline void rpc_server_recv_n(struct rpc_server *server, rpc_port_t *port, void *const *dst,
+                                     const uint64_t *cap, uint64_t *size_p)
+{
+    rpc_recv_n_size_(&server->process, port, size_p);
+    rpc_recv_n_data_(&server->process, port, dst, cap);
+}
+
+/* Ends the server's part of the call; hands the buffers back if it still
+ * owns them. */
+static inline void rpc_server_close(struct rpc_server *server, rpc_port_t *port)
+{
+    rpc_close_(&server->process, port);
+}
+
+/* ---- port accessors ------------------------------------------------------ */
+
+static inline uint32_t rpc_port_opcode(const rpc_port_t *port)
+{
+    return port->opcode_;
+}
+
+static inline uint64_t rpc_port_lane_mask(const rpc_port_t *port)
+{
+    return port->lane_mask_;
+}
+
+static inline uint32_t rpc_port_index(const rpc_port_t *port)
+{
+    return port->index_;
+}
+
+#endif /* TETHER_RPC_H */

@@ -1,0 +1,380 @@
+/*
+ * rpc/rpc_arch.h - the architecture layer under rpc/rpc.h.
+ *
+ * Role: everything rpc.h needs from a processor, and nothing else: the type
+ * of a shared 32-bit word, a relaxed load, an acquire fence, a release
+ * read-modify-write (the mailbox flip), a lock/unlock pair for the side's own
+ * port locks, a pause, and the few warp operations a SIMT target needs so that
+ * a whole warp can drive one port.  Three implementations:
+ *
+ *   host   (x86-64/aarch64 CPU code, also the x86_64 offload "device"):
+ *          C11 <stdatomic.h>.  One thread plays a whole warp: RPC_ARCH_SIMT 0,
+ *          every warp operation is the identity.
+ *   nvptx  (clang, __NVPTX__): volatile loads/stores, __nvvm_membar_sys(),
+ *          __nvvm_atom_sys_xor_gen_i for the flip (clang-16's NVPTX backend
+ *          cannot select an atomic store to global memory, see
+ *          docs/rpc-protocol.md); warp operations are the *_sync builtins.
+ *   amdgcn (clang, __AMDGPU__): __atomic_* builtins (system scope on amdgcn)
+ *          and __builtin_amdgcn_fence; readfirstlane / ballot for the wave.
+ *
+ * Invariants every caller may assume:
+ *   - `mask` arguments are the lanes executing the call together (on the host
+ *     any non-zero value, ignored); on a SIMT target all lanes in `mask` call
+ *     the function convergently and get the same result back.
+ *   - rpc_arch_load() returns the same value to every lane in `mask`.
+ *   - The shared mailbox words are written only through rpc_arch_flip(), and
+ *     only by agents of one side (one GPU, or the threads of one host
+ *     process group), so the RMW must be atomic among those agents only; the
+ *     other side only reads the word.
+ *
+ * Freestanding: <stdint.h>, <stdbool.h> and, on the host, <stdatomic.h>.
+ */
+#ifndef TETHER_RPC_ARCH_H
+#define TETHER_RPC_ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#if defined(__NVPTX__)
+#define RPC_ARCH_NVPTX 1
+#define RPC_ARCH_SIMT 1
+#elif defined(__AMDGPU__)
+#define RPC_ARCH_AMDGCN 1
+#define RPC_ARCH_SIMT 1
+#else
+#define RPC_ARCH_HOST 1
+#define RPC_ARCH_SIMT 0
+#endif
+
+/* ThreadSanitizer does not model atomic_thread_fence (gcc even warns about it
+ * with -Wtsan).  Under TSan the host layer expresses "acquire fence after the
+ * relaxed load that saw ownership" as an acquire re-load of the same word,
+ * which TSan does understand; see rpc_arch_acquire(). */
+#if defined(__SANITIZE_THREAD__)
+#define RPC_ARCH_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RPC_ARCH_TSAN 1
+#endif
+#endif
+
+/* Spins of rpc_arch_backoff() before a host waiter starts yielding its CPU. */
+#ifndef RPC_HOST_SPINS
+#define RPC_HOST_SPINS 256
+#endif
+
+/* ------------------------------------------------------------------------ */
+#if defined(RPC_ARCH_HOST)
+
+#include <stdatomic.h>
+
+/* A 32-bit word shared with the other side or with this side's other agents. */
+typedef _Atomic uint32_t rpc_word_t;
+
+extern int sched_yield(void);
+
+static inline void rpc_arch_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+/* Waiting-loop step: a short spin, then give the CPU away (oversubscribed
+ * hosts: 8 client threads on 2 cores must let the server run). */
+static inline void rpc_arch_backoff(uint32_t *spins)
+{
+    if (*spins < RPC_HOST_SPINS) {
+        ++*spins;
+        rpc_arch_pause();
+    } else {
+        sched_yield();
+    }
+}
+
+static inline void rpc_arch_init(rpc_word_t *word, uint32_t value)
+{
+    atomic_init(word, value);
+}
+
+static inline uint32_t rpc_arch_lane_id(void)
+{
+    return 0;
+}
+
+static inline bool rpc_arch_is_first_lane(uint64_t mask)
+{
+    (void)mask;
+    return true;
+}
+
+static inline void rpc_arch_sync(uint64_t mask)
+{
+    (void)mask;
+}
+
+/* True when `pred` holds on any lane of `mask`. */
+static inline bool rpc_arch_any(uint64_t mask, bool pred)
+{
+    (void)mask;
+    return pred;
+}
+
+/* Relaxed load; the value is uniform over `mask`. */
+static inline uint32_t rpc_arch_load(uint64_t mask, rpc_word_t *word)
+{
+    (void)mask;
+    return atomic_load_explicit(word, memory_order_relaxed);
+}
+
+/* Relaxed store (used only for the server's rotating scan start). */
+static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t value)
+{
+    (void)mask;
+    atomic_store_explicit(word, value, memory_order_relaxed);
+}
+
+/* Acquire fence after a relaxed load of `word` showed that this side owns a
+ * buffer: orders every later buffer access after the other side's flip. */
+static inline void rpc_arch_acquire(uint64_t mask, rpc_word_t *word)
+{
+    (void)mask;
+#if defined(RPC_ARCH_TSAN)
+    (void)atomic_load_explicit(word, memory_order_acquire);
+#else
+    (void)word;
+    atomic_thread_fence(memory_order_acquire);
+#endif
+}
+
+/* Release RMW: every earlier buffer access of every lane in `mask` happens
+ * before the other side sees `bit` of `word` change. */
+static inline void rpc_arch_flip(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    (void)mask;
+    atomic_fetch_xor_explicit(word, bit, memory_order_release);
+}
+
+/* Tries to set `bit` of this side's lock word; true (with acquire) if this
+ * caller set it. */
+static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    (void)mask;
+    return (atomic_fetch_or_explicit(word, bit, memory_order_acquire) & bit) == 0;
+}
+
+static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    (void)mask;
+    atomic_fetch_and_explicit(word, ~bit, memory_order_release);
+}
+
+/* ------------------------------------------------------------------------ */
+#elif defined(RPC_ARCH_NVPTX)
+
+typedef uint32_t rpc_word_t;
+
+static inline void rpc_arch_pause(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    __asm__ volatile("nanosleep.u32 64;" ::: "memory");
+#endif
+}
+
+static inline void rpc_arch_backoff(uint32_t *spins)
+{
+    (void)spins;
+    rpc_arch_pause();
+}
+
+static inline void rpc_arch_init(rpc_word_t *word, uint32_t value)
+{
+    *word = value;
+}
+
+static inline uint32_t rpc_arch_lane_id(void)
+{
+    return __nvvm_read_ptx_sreg_laneid();
+}
+
+static inline uint32_t rpc_arch_first_lane_(uint64_t mask)
+{
+    return (uint32_t)__builtin_ctzll(mask);
+}
+
+static inline bool rpc_arch_is_first_lane(uint64_t mask)
+{
+    return rpc_arch_lane_id() == rpc_arch_first_lane_(mask);
+}
+
+static inline void rpc_arch_sync(uint64_t mask)
+{
+    __nvvm_bar_warp_sync((uint32_t)mask);
+}
+
+static inline bool rpc_arch_any(uint64_t mask, bool pred)
+{
+    return __nvvm_vote_any_sync((uint32_t)mask, pred);
+}
+
+static inline uint32_t rpc_arch_broadcast_(uint64_t mask, uint32_t value)
+{
+    return (uint32_t)__nvvm_shfl_sync_idx_i32((uint32_t)mask, (int)value,
+                                              (int)rpc_arch_first_lane_(mask), 31);
+}
+
+/* ld.volatile has the memory-model meaning of ld.relaxed.sys (PTX ISA). */
+static inline uint32_t rpc_arch_load(uint64_t mask, rpc_word_t *word)
+{
+    return rpc_arch_broadcast_(mask, *(volatile uint32_t *)word);
+}
+
+static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t value)
+{
+    if (rpc_arch_is_first_lane(mask))
+        *(volatile uint32_t *)word = value;
+    rpc_arch_sync(mask);
+}
+
+/* membar.sys is fence.sc.sys: at least an acquire fence at system scope. */
+static inline void rpc_arch_acquire(uint64_t mask, rpc_word_t *word)
+{
+    (void)mask;
+    (void)word;
+    __nvvm_membar_sys();
+}
+
+/* Every lane fences (membar.sys) and the warp synchronises, so all lanes'
+ * buffer stores precede the single atom.sys.xor issued by the first lane. */
+static inline void rpc_arch_flip(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    __nvvm_membar_sys();
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        (void)__nvvm_atom_sys_xor_gen_i((int *)word, (int)bit);
+    rpc_arch_sync(mask);
+}
+
+/* The lock words live in device memory and are used by this GPU only:
+ * device-scope RMW plus membar.gl. */
+static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    uint32_t old = 0;
+    if (rpc_arch_is_first_lane(mask))
+        old = (uint32_t)__nvvm_atom_or_gen_i((int *)word, (int)bit);
+    old = rpc_arch_broadcast_(mask, old);
+    if (old & bit)
+        return false;
+    __nvvm_membar_gl();
+    return true;
+}
+
+static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    __nvvm_membar_gl();
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        (void)__nvvm_atom_and_gen_i((int *)word, (int)~bit);
+    rpc_arch_sync(mask);
+}
+
+/* ------------------------------------------------------------------------ */
+#elif defined(RPC_ARCH_AMDGCN)
+
+typedef uint32_t rpc_word_t;
+
+static inline void rpc_arch_pause(void)
+{
+    __builtin_amdgcn_s_sleep(2);
+}
+
+static inline void rpc_arch_backoff(uint32_t *spins)
+{
+    (void)spins;
+    rpc_arch_pause();
+}
+
+static inline void rpc_arch_init(rpc_word_t *word, uint32_t value)
+{
+    *word = value;
+}
+
+static inline uint32_t rpc_arch_lane_id(void)
+{
+    return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+}
+
+static inline bool rpc_arch_is_first_lane(uint64_t mask)
+{
+    return rpc_arch_lane_id() == (uint32_t)__builtin_ctzll(mask);
+}
+
+static inline void rpc_arch_sync(uint64_t mask)
+{
+    (void)mask;
+    __builtin_amdgcn_wave_barrier();
+}
+
+static inline bool rpc_arch_any(uint64_t mask, bool pred)
+{
+    (void)mask;
+    return __builtin_amdgcn_ballot_w64(pred) != 0;
+}
+
+/* `mask` must equal the active lanes (exec): readfirstlane reads the lowest. */
+static inline uint32_t rpc_arch_load(uint64_t mask, rpc_word_t *word)
+{
+    (void)mask;
+    return __builtin_amdgcn_readfirstlane(__atomic_load_n(word, __ATOMIC_RELAXED));
+}
+
+static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t value)
+{
+    if (rpc_arch_is_first_lane(mask))
+        __atomic_store_n(word, value, __ATOMIC_RELAXED);
+    rpc_arch_sync(mask);
+}
+
+static inline void rpc_arch_acquire(uint64_t mask, rpc_word_t *word)
+{
+    (void)mask;
+    (void)word;
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
+}
+
+static inline void rpc_arch_flip(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        (void)__atomic_fetch_xor(word, bit, __ATOMIC_RELAXED);
+    rpc_arch_sync(mask);
+}
+
+static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    uint32_t old = 0;
+    if (rpc_arch_is_first_lane(mask))
+        old = __atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
+    old = __builtin_amdgcn_readfirstlane(old);
+    (void)mask;
+    if (old & bit)
+        return false;
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
+    return true;
+}
+
+static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        (void)__atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    rpc_arch_sync(mask);
+}
+
+#endif
+
+#endif /* TETHER_RPC_ARCH_H */

@@ -1,0 +1,279 @@
+/*
+ * test/rpc/rpc_test_calls.c - many client threads against server thread(s)
+ * over one region, every payload checked, no call lost or duplicated.
+ *
+ *   rpc_test_calls --ports P --lanes L --clients K --servers S --calls N
+ *                  [--fork 1]
+ *
+ * Each client makes N/K calls of three shapes, chosen per call:
+ *   ECHO  send, recv                    (reply checked lane by lane)
+ *   FIRE  send, close                   (fire and forget)
+ *   MULTI send, send, recv              (server: recv, recv, send)
+ * Every lane's packet is derived from the call's tag (client, sequence), so
+ * a packet read early, late, torn or from another call fails a check.  The
+ * server marks each tag once in `seen`; at the end every tag must be marked
+ * exactly once.  With --fork 1 the servers run in a child process and the
+ * region is a MAP_SHARED mapping; the lock bitmaps stay private.
+ * With --lanes > 1 each client thread plays a warp with a random active-lane
+ * mask per call.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rpc_test_util.h"
+
+enum { OP_ECHO = 0x101, OP_FIRE = 0x102, OP_MULTI = 0x103 };
+
+struct shared {
+    _Atomic uint64_t served;
+    _Atomic uint8_t seen[]; /* one per call */
+};
+
+static uint64_t opt_ports = 64, opt_lanes = 1, opt_clients = 4, opt_servers = 1, opt_calls = 100000,
+                opt_fork = 0;
+static uint64_t per_client;
+static void *region;
+static struct shared *shared;
+static struct rpc_client client;
+
+/* ---- payloads ---------------------------------------------------------- */
+
+static uint64_t tag_of(uint64_t c, uint64_t seq)
+{
+    return (c << 40) | seq;
+}
+
+static uint64_t word(uint64_t tag, uint32_t lane, uint32_t k, uint64_t packet)
+{
+    return test_mix(tag * 131 + lane * 8 + k + (packet << 20));
+}
+
+struct packet {
+    uint64_t tag;
+    uint64_t mask;
+    uint64_t packet; /* 0: first send, 1: second send, 2: reply */
+    uint32_t lanes_seen;
+};
+
+static void fill_packet(struct rpc_buffer *b, uint32_t lane, void *arg)
+{
+    struct packet *p = arg;
+    b->data[0] = p->tag;
+    b->data[1] = p->mask;
+    for (uint32_t k = 2; k < 8; k++)
+        b->data[k] = word(p->tag, lane, k, p->packet);
+    p->lanes_seen++;
+}
+
+/* Checks a packet; for the first packet of a call learns the tag. */
+static void check_packet(struct rpc_buffer *b, uint32_t lane, void *arg)
+{
+    struct packet *p = arg;
+    if (p->lanes_seen == 0 && p->packet == 0)
+        p->tag = b->data[0];
+    CHECKF(b->data[0] == p->tag, "lane %u tag %llx want %llx", lane, (unsigned long long)b->data[0],
+           (unsigned long long)p->tag);
+    CHECKF(b->data[1] == p->mask, "lane %u mask %llx want %llx", lane,
+           (unsigned long long)b->data[1], (unsigned long long)p->mask);
+    CHECK((p->mask >> lane) & 1);
+    for (uint32_t k = 2; k < 8; k++)
+        CHECKF(b->data[k] == word(p->tag, lane, k, p->packet), "lane %u word %u packet %llu", lane,
+               k, (unsigned long long)p->packet);
+    p->lanes_seen++;
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+static void *client_main(void *arg)
+{
+    uint64_t c = (uint64_t)(uintptr_t)arg;
+    uint64_t lanes_mask = opt_lanes >= 64 ? ~0ull : (1ull << opt_lanes) - 1;
+    uint32_t hint = (uint32_t)(c * (opt_ports / opt_clients + 1));
+    for (uint64_t seq = 0; seq < per_client; seq++) {
+        uint64_t tag = tag_of(c, seq), r = test_mix(tag ^ 0xabcdef);
+        uint64_t mask = opt_lanes == 1 ? 1 : (r & lanes_mask);
+        if (mask == 0)
+            mask = 1ull << (r % opt_lanes);
+        uint32_t shape = (uint32_t)((r >> 61) % 4);
+        uint32_t op = shape == 2 ? OP_FIRE : shape == 3 ? OP_MULTI : OP_ECHO;
+        uint32_t n = (uint32_t)__builtin_popcountll(mask);
+
+        rpc_port_t port = rpc_client_open(&client, op, mask, hint);
+        CHECK(rpc_port_opcode(&port) == op && rpc_port_lane_mask(&port) == mask);
+        struct packet p = {tag, mask, 0, 0};
+        rpc_client_send(&client, &port, fill_packet, &p);
+        CHECK(p.lanes_seen == n);
+        if (op == OP_MULTI) {
+            p.packet = 1;
+            rpc_client_send(&client, &port, fill_packet, &p);
+        }
+        if (op != OP_FIRE) {
+            struct packet reply = {tag, mask, 2, 0};
+            rpc_client_recv(&client, &port, check_packet, &reply);
+            CHECK(reply.lanes_seen == n);
+        }
+        rpc_client_close(&client, &port);
+    }
+    return NULL;
+}
+
+/* ---- server -------------------------------------------------------------- */
+
+struct server_arg {
+    struct rpc_server *server;
+};
+
+static void *server_main(void *arg)
+{
+    struct rpc_server *server = ((struct server_arg *)arg)->server;
+    uint64_t total = per_client * opt_clients;
+    uint32_t spins = 0;
+    while (atomic_load_explicit(&shared->served, memory_order_relaxed) < total) {
+        rpc_port_t port;
+        if (!rpc_server_try_open(server, &port)) {
+            rpc_arch_backoff(&spins);
+            continue;
+        }
+        spins = 0;
+        uint32_t op = rpc_port_opcode(&port);
+        uint64_t mask = rpc_port_lane_mask(&port);
+        uint32_t n = (uint32_t)__builtin_popcountll(mask);
+        CHECKF(op == OP_ECHO || op == OP_FIRE || op == OP_MULTI, "opcode %x", op);
+
+        struct packet p = {0, mask, 0, 0};
+        rpc_server_recv(server, &port, check_packet, &p);
+        CHECK(p.lanes_seen == n);
+        if (op == OP_MULTI) {
+            p.packet = 1;
+            p.lanes_seen = 0;
+            rpc_server_recv(server, &port, check_packet, &p);
+            CHECK(p.lanes_seen == n);
+        }
+        if (op != OP_FIRE) {
+            struct packet reply = {p.tag, mask, 2, 0};
+            rpc_server_send(server, &port, fill_packet, &reply);
+        }
+        rpc_server_close(server, &port);
+
+        uint64_t c = p.tag >> 40, seq = p.tag & ((1ull << 40) - 1);
+        CHECKF(c < opt_clients && seq < per_client, "tag %llx", (unsigned long long)p.tag);
+        uint8_t before = atomic_fetch_add(&shared->seen[c * per_client + seq], 1);
+        CHECKF(before == 0, "call %llx served twice", (unsigned long long)p.tag);
+        atomic_fetch_add_explicit(&shared->served, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+/* Runs opt_servers server threads over the region until every call is
+ * served; each server process side has its own lock bitmap. */
+static void serve_all(void)
+{
+    struct rpc_server server;
+    void *locks = calloc(1, rpc_lock_size((uint32_t)opt_ports));
+    CHECK(locks);
+    CHECK(rpc_server_init(&server, region, (uint32_t)opt_ports, (uint32_t)opt_lanes, locks) ==
+          TETHER_OK);
+    pthread_t threads[16];
+    struct server_arg arg = {&server};
+    for (uint64_t i = 0; i < opt_servers; i++)
+        CHECK(pthread_create(&threads[i], NULL, server_main, &arg) == 0);
+    for (uint64_t i = 0; i < opt_servers; i++)
+        CHECK(pthread_join(threads[i], NULL) == 0);
+    free(locks);
+}
+
+static void *serve_all_main(void *arg)
+{
+    (void)arg;
+    serve_all();
+    return NULL;
+}
+
+static void check_all_seen(void)
+{
+    uint64_t total = per_client * opt_clients;
+    CHECK(atomic_load(&shared->served) == total);
+    for (uint64_t i = 0; i < total; i++)
+        CHECKF(atomic_load(&shared->seen[i]) == 1, "call %llu seen %u times", (unsigned long long)i,
+               (unsigned)atomic_load(&shared->seen[i]));
+}
+
+int main(int argc, char **argv)
+{
+    const struct test_opt opts[] = {
+        {"--ports", &opt_ports},     {"--lanes", &opt_lanes}, {"--clients", &opt_clients},
+        {"--servers", &opt_servers}, {"--calls", &opt_calls}, {"--fork", &opt_fork},
+    };
+    test_parse(argc, argv, opts, (int)(sizeof(opts) / sizeof(opts[0])));
+    CHECK(opt_clients >= 1 && opt_clients <= 256 && opt_servers >= 1 && opt_servers <= 16);
+    CHECK(rpc_config_valid((uint32_t)opt_ports, (uint32_t)opt_lanes));
+    per_client = (opt_calls + opt_clients - 1) / opt_clients;
+    uint64_t total = per_client * opt_clients;
+
+    uint64_t region_size = rpc_region_size((uint32_t)opt_ports, (uint32_t)opt_lanes);
+    uint64_t shared_size = sizeof(struct shared) + total;
+    region = test_map(region_size, (int)opt_fork);
+    shared = test_map(shared_size, (int)opt_fork);
+
+    void *client_locks = calloc(1, rpc_lock_size((uint32_t)opt_ports));
+    CHECK(client_locks);
+    CHECK(rpc_client_init(&client, region, (uint32_t)opt_ports, (uint32_t)opt_lanes,
+                          client_locks) == TETHER_OK);
+
+    double t0 = test_now();
+    pid_t child = -1;
+    pthread_t server_thread;
+    if (opt_fork) {
+        fflush(NULL);
+        child = fork();
+        CHECK(child >= 0);
+        if (child == 0) {
+            serve_all();
+            check_all_seen();
+            _exit(0);
+        }
+    } else {
+        CHECK(pthread_create(&server_thread, NULL, serve_all_main, NULL) == 0);
+    }
+
+    pthread_t threads[256];
+    for (uint64_t c = 0; c < opt_clients; c++)
+        CHECK(pthread_create(&threads[c], NULL, client_main, (void *)(uintptr_t)c) == 0);
+    for (uint64_t c = 0; c < opt_clients; c++)
+        CHECK(pthread_join(threads[c], NULL) == 0);
+
+    if (opt_fork) {
+        int status = 0;
+        CHECK(waitpid(child, &status, 0) == child);
+        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "server process status %#x", status);
+    } else {
+        CHECK(pthread_join(server_thread, NULL) == 0);
+    }
+    check_all_seen();
+    double dt = test_now() - t0;
+
+    /* After the run every port is idle: client and server bits agree and no
+     * lock is held. */
+    struct rpc_server probe;
+    void *probe_locks = calloc(1, rpc_lock_size((uint32_t)opt_ports));
+    CHECK(rpc_server_init(&probe, region, (uint32_t)opt_ports, (uint32_t)opt_lanes, probe_locks) ==
+          TETHER_OK);
+    rpc_port_t none;
+    CHECK(!rpc_server_try_open(&probe, &none));
+    for (uint32_t w = 0; w < rpc_bitmap_words((uint32_t)opt_ports); w++)
+        CHECK(atomic_load(&((rpc_word_t *)client_locks)[w]) == 0);
+    free(probe_locks);
+
+    printf("rpc_test_calls: %llu calls, %llu clients, %llu server thread(s)%s, %llu ports x %llu "
+           "lanes: ok in %.2f s (%.0f calls/s)\n",
+           (unsigned long long)total, (unsigned long long)opt_clients,
+           (unsigned long long)opt_servers, opt_fork ? " in another process" : "",
+           (unsigned long long)opt_ports, (unsigned long long)opt_lanes, dt, (double)total / dt);
+    free(client_locks);
+    test_unmap(region, region_size);
+    test_unmap(shared, shared_size);
+    return 0;
+}
