@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# device-bundle.sh [OUTDIR] - build, on this Debian 12 machine, everything a GPU machine
+# without clang or Debian packages needs to run tether's GPU tests and benchmarks, and pack it
+# into OUTDIR/tether-device.tar.xz (small enough to travel: under ~45 MiB).
+#
+#   lib/             Debian 12 runtime of libomptarget 16, pruned to the files it loads
+#                    (libomp5-16, libllvm16 and their dependencies, fetched with apt-get download)
+#   plugins-llvm/    libomptarget.rtl.cuda.nextgen.so -> LLVM 16's own CUDA plugin (the baseline)
+#   plugins-tether/  tether's libomptarget.rtl.cuda.nextgen.so, when it has been built
+#   bin/omp/         OpenMP programs from test/cuda/omp/, clang-16 for sm_90
+#   bin/conformance/ the conformance suite for sm_90, when test/conformance provides a build script
+#
+# The CUDA native programs (test/cuda/native/*.cu) are NOT built here: scripts/device-run.sh
+# builds them with nvcc on the GPU machine.  Environment:
+#   TETHER_BUILD  the CMake build folder holding tether's plugin (default: build)
+#   CUDA_PATH     CUDA toolkit for ptxas/nvlink (default: /usr/local/cuda)
+# Usage on the GPU machine: scripts/device-run.sh OUTDIR/tether-device.tar.xz  (docs/gpu-testing.md)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-build/device}
+build=${TETHER_BUILD:-build}
+cuda=${CUDA_PATH:-/usr/local/cuda}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+stage=$out/stage
+debs=$out/debs
+
+say() { printf 'device-bundle: %s\n' "$*"; }
+die() { printf 'device-bundle: error: %s\n' "$*" >&2; exit 1; }
+
+command -v clang-16 >/dev/null || die "clang-16 is missing (run scripts/setup.sh)"
+[ -x "$cuda/bin/ptxas" ] || die "no ptxas in $cuda/bin (set CUDA_PATH)"
+
+# 1. The Debian runtime packages (toolchain-notes.md), downloaded once.
+pkgs=(libomp5-16 libllvm16 libz3-4 libicu72 libxml2 libedit2 libbsd0 libmd0 libffi8 libtinfo6)
+mkdir -p "$debs"
+missing=()
+for p in "${pkgs[@]}"; do
+  compgen -G "$debs/${p}_*.deb" >/dev/null || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt-get download ${missing[*]}"
+  (cd "$debs" && apt-get download "${missing[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  for p in "${missing[@]}"; do
+    compgen -G "$debs/${p}_*.deb" >/dev/null || die "apt-get download $p failed"
+  done
+fi
+
+# 2. Unpack and keep only what libomptarget and LLVM's CUDA plugin load.
+rm -rf "$stage" "$out/unpacked"
+mkdir -p "$out/unpacked" "$stage/lib" "$stage/plugins-llvm" "$stage/plugins-tether" \
+  "$stage/bin/omp" "$stage/bin/conformance"
+for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$out/unpacked"; done
+u=$out/unpacked
+keep=(
+  usr/lib/llvm-16/lib/libomp.so.5
+  usr/lib/llvm-16/lib/libomptarget.so.16
+  usr/lib/llvm-16/lib/libomptarget.rtl.cuda.nextgen.so.16
+  usr/lib/x86_64-linux-gnu/libLLVM-16.so.1
+  usr/lib/x86_64-linux-gnu/libz3.so.4
+  usr/lib/x86_64-linux-gnu/libxml2.so.2
+  usr/lib/x86_64-linux-gnu/libicuuc.so.72
+  usr/lib/x86_64-linux-gnu/libicudata.so.72
+  usr/lib/x86_64-linux-gnu/libedit.so.2
+  usr/lib/x86_64-linux-gnu/libbsd.so.0
+  usr/lib/x86_64-linux-gnu/libmd.so.0
+  usr/lib/x86_64-linux-gnu/libffi.so.8
+  lib/x86_64-linux-gnu/libtinfo.so.6
+)
+for f in "${keep[@]}"; do
+  [ -e "$u/$f" ] || die "$f is not in the unpacked packages"
+  cp -L "$u/$f" "$stage/lib/"   # -L: store the file under its SONAME, no symlink chains
+done
+rm -rf "$u"
+# libomptarget 16 dlopens the plugins by their unversioned names; Debian ships those only as
+# symlinks in libomp-16-dev.  One folder per plugin choice, put first on LD_LIBRARY_PATH.
+ln -s ../lib/libomptarget.rtl.cuda.nextgen.so.16 "$stage/plugins-llvm/libomptarget.rtl.cuda.nextgen.so"
+
+# 3. tether's CUDA plugin, when built.
+plugin=$build/plugins/cuda/libomptarget.rtl.cuda.nextgen.so
+if [ -f "$plugin" ]; then
+  cp "$plugin" "$stage/plugins-tether/"
+  strip --strip-unneeded "$stage/plugins-tether/libomptarget.rtl.cuda.nextgen.so"
+  say "tether plugin: $plugin"
+else
+  say "no tether CUDA plugin at $plugin yet: the bundle runs LLVM 16's plugin and CUDA native only"
+fi
+
+# 4. OpenMP programs for sm_90.
+ompflags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda
+  -march=sm_90 "--cuda-path=$cuda" -Wall -Wextra -Werror -Wno-unknown-cuda-version)
+for src in "$root"/test/cuda/omp/*.c; do
+  name=$(basename "$src" .c)
+  clang-16 "${ompflags[@]}" -o "$stage/bin/omp/$name" "$src" 2>&1 | grep -v "CUDA version is newer" || true
+  [ -x "$stage/bin/omp/$name" ] || die "clang-16 failed on $src"
+done
+say "OpenMP programs: $(ls "$stage/bin/omp" | tr '\n' ' ')"
+
+# 5. The conformance suite, when its owner provides a build script for a GPU target.
+conf=$root/test/conformance/build-gpu.sh
+if [ -x "$conf" ]; then
+  "$conf" nvptx64-nvidia-cuda sm_90 "$stage/bin/conformance"
+  say "conformance: $(ls "$stage/bin/conformance" | wc -l) programs"
+else
+  say "no test/conformance/build-gpu.sh yet: no conformance programs in the bundle"
+fi
+
+# 6. Pack.
+say "packing (xz) ..."
+tar -C "$stage" -cf - . | xz -T2 -6 >"$out/tether-device.tar.xz.tmp"
+mv "$out/tether-device.tar.xz.tmp" "$out/tether-device.tar.xz"
+size=$(stat -c %s "$out/tether-device.tar.xz")
+say "$out/tether-device.tar.xz: $((size / 1048576)) MiB"
+[ "$size" -lt $((56 * 1048576)) ] || die "bundle is over 56 MiB: it would not travel with the tree"

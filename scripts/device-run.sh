@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# device-run.sh BUNDLE [STEP...] - runs ON the GPU machine, in the repository root.
+#
+# Unpacks the bundle made by scripts/device-bundle.sh, builds the CUDA native baselines
+# (test/cuda/native/*.cu) with nvcc, and runs the steps asked for (default: all of them):
+#   hello        an sm_90 target region through LLVM 16's own plugin (and tether's, if bundled)
+#   native       CUDA native baselines                          -> $OUT/native.txt
+#   llvm16       OpenMP programs through LLVM 16's CUDA plugin  -> $OUT/llvm16.txt
+#   tether       OpenMP programs through tether's CUDA plugin   -> $OUT/tether.txt
+#   conformance  the conformance suite through tether's plugin  -> $OUT/conformance.txt
+# then prints the figures side by side (scripts/device-compare.sh) -> $OUT/summary.txt.
+# Everything printed also goes to $OUT/log.txt; the GPU and driver are in $OUT/device.txt.
+# Each program runs under a time limit; a failure is reported and the run goes on.
+# The exit status is non-zero when any step failed.
+set -uo pipefail
+
+bundle=${1:?usage: device-run.sh BUNDLE [STEP...]}
+shift
+steps=${*:-hello native llvm16 tether conformance}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/device-out}
+work=${TETHER_DEVICE_WORK:-/tmp/tether-device}
+limit=${TETHER_DEVICE_LIMIT:-120}
+mkdir -p "$out"
+exec > >(tee -a "$out/log.txt") 2>&1
+failed=0
+
+say() { printf '== %s\n' "$*"; }
+fail() { printf '!! FAILED: %s\n' "$*"; failed=1; }
+want() { [[ " $steps " == *" $1 "* ]]; }
+
+# 1. Unpack.
+rm -rf "$work" && mkdir -p "$work"
+if command -v xz >/dev/null; then
+  xz -dc "$bundle" | tar -x -C "$work" || { fail "unpack $bundle"; exit 1; }
+else
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$bundle" "$work" || { fail "unpack $bundle"; exit 1; }
+fi
+have_tether=0
+[ -f "$work/plugins-tether/libomptarget.rtl.cuda.nextgen.so" ] && have_tether=1
+
+# 2. The machine.
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.max,pcie.link.width.max,pcie.link.gen.current,pcie.link.width.current --format=csv
+  nvcc --version | tail -2
+  uname -r
+  nproc
+} >"$out/device.txt" 2>&1
+cat "$out/device.txt"
+
+# Run an OpenMP program with one plugin folder first on LD_LIBRARY_PATH (only for that program:
+# the bundled Debian libraries must not leak into the shell, nvcc or nvidia-smi).
+omp_run() {
+  local plugins=$1
+  shift
+  env LD_LIBRARY_PATH="$work/$plugins:$work/lib" timeout "$limit" "$@"
+}
+
+# Run each program of a list, keep its "fig" lines in a file, report failures.
+bench() {
+  local file=$1 runner=$2
+  shift 2
+  : >"$file"
+  for prog in "$@"; do
+    say "$(basename "$file" .txt): $(basename "$prog")"
+    local tmp
+    tmp=$(mktemp)
+    if $runner "$prog" >"$tmp" 2>&1; then :; else fail "$(basename "$file" .txt) $(basename "$prog") (exit $?)"; fi
+    cat "$tmp"
+    grep '^fig ' "$tmp" >>"$file" || true
+    rm -f "$tmp"
+  done
+}
+native_runner() { timeout "$limit" "$1"; }
+llvm_runner() { omp_run plugins-llvm "$1"; }
+tether_runner() { omp_run plugins-tether "$1"; }
+
+omp_progs=()
+for p in launch copy lock printf malloc; do
+  [ -x "$work/bin/omp/$p" ] && omp_progs+=("$work/bin/omp/$p")
+done
+
+# 3. hello: the bundle's runtime runs an sm_90 target region on this GPU.
+if want hello; then
+  say "hello through LLVM 16's plugin"
+  LIBOMPTARGET_INFO=16 omp_run plugins-llvm "$work/bin/omp/hello" 2>&1 | tail -5
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "hello (LLVM 16 plugin)"
+  if [ $have_tether = 1 ]; then
+    say "hello through tether's plugin"
+    TETHER_DEBUG=1 omp_run plugins-tether "$work/bin/omp/hello" >"$work/hello-tether.txt" 2>&1
+    rc=$?
+    tail -20 "$work/hello-tether.txt"
+    [ $rc -eq 0 ] || fail "hello (tether plugin)"
+    grep -q 'tether' "$work/hello-tether.txt" || fail "hello: tether's plugin did not serve it"
+  fi
+fi
+
+# 4. CUDA native baselines, built here.
+if want native; then
+  say "building CUDA native baselines"
+  mkdir -p "$work/bin/native"
+  for src in "$root"/test/cuda/native/*.cu; do
+    nvcc -O2 -arch=sm_90 -o "$work/bin/native/$(basename "$src" .cu)" "$src" -lcuda &
+  done
+  wait
+  native_progs=()
+  for p in launch copy register pingpong printf malloc; do
+    if [ -x "$work/bin/native/$p" ]; then native_progs+=("$work/bin/native/$p"); else fail "nvcc $p.cu"; fi
+  done
+  bench "$out/native.txt" native_runner "${native_progs[@]}"
+fi
+
+# 5. OpenMP through LLVM 16's plugin (the baseline) and through tether's.
+want llvm16 && bench "$out/llvm16.txt" llvm_runner "${omp_progs[@]}"
+if want tether; then
+  if [ $have_tether = 1 ]; then
+    bench "$out/tether.txt" tether_runner "${omp_progs[@]}"
+  else
+    say "tether: no tether plugin in the bundle, skipped"
+  fi
+fi
+
+# 6. Conformance through tether's plugin.
+if want conformance; then
+  progs=("$work"/bin/conformance/*)
+  if [ $have_tether = 1 ] && [ -e "${progs[0]}" ]; then
+    : >"$out/conformance.txt"
+    pass=0 total=0
+    for prog in "${progs[@]}"; do
+      [ -x "$prog" ] || continue
+      total=$((total + 1))
+      if TETHER_DEBUG=1 omp_run plugins-tether "$prog" >"$work/conf.txt" 2>&1 &&
+        grep -q 'tether' "$work/conf.txt"; then
+        pass=$((pass + 1))
+        echo "PASS $(basename "$prog")" >>"$out/conformance.txt"
+      else
+        echo "FAIL $(basename "$prog")" >>"$out/conformance.txt"
+        sed 's/^/    /' "$work/conf.txt" | tail -20 >>"$out/conformance.txt"
+        fail "conformance $(basename "$prog")"
+      fi
+    done
+    say "conformance: $pass of $total passed through tether's plugin"
+    cat "$out/conformance.txt"
+  else
+    say "conformance: no tether plugin or no conformance programs in the bundle, skipped"
+  fi
+fi
+
+# 7. Side by side.
+if [ -f "$out/native.txt" ] && [ -f "$out/llvm16.txt" ]; then
+  files=("$out/native.txt" "$out/llvm16.txt")
+  [ -s "$out/tether.txt" ] && files+=("$out/tether.txt")
+  say "figures"
+  "$root/scripts/device-compare.sh" "${files[@]}" | tee "$out/summary.txt"
+fi
+[ $failed = 0 ] && say "all steps passed" || say "some steps FAILED (see above)"
+exit $failed

@@ -1,0 +1,47 @@
+/* malloc.c - OpenMP: device malloc+free pairs per second, 132 teams x 128 threads, 16 pairs of
+ * 64 bytes per thread. */
+#include <stdlib.h>
+
+#include "omp_common.h"
+
+static double run(int *failures)
+{
+    int fails = 0;
+    double t0 = bench_now_us();
+
+#pragma omp target teams distribute parallel for num_teams(BENCH_PRINTF_TEAMS)                     \
+    thread_limit(BENCH_PRINTF_THREADS) map(tofrom                                                  \
+                                           : fails)
+    for (int i = 0; i < BENCH_PRINTF_LINES; i++) {
+        for (int j = 0; j < BENCH_MALLOC_PER_THREAD; j++) {
+            char *p = malloc(64);
+            if (p == NULL) {
+#pragma omp atomic
+                fails++;
+                continue;
+            }
+            p[0] = (char)j;
+            free(p);
+        }
+    }
+    *failures += fails;
+    return (double)BENCH_PRINTF_LINES * BENCH_MALLOC_PER_THREAD / (bench_now_us() - t0);
+}
+
+int main(void)
+{
+    int failures = 0;
+    double best = 0;
+
+    omp_bench_require_gpu("malloc");
+    run(&failures);
+    failures = 0;
+    for (int r = 0; r < 5; r++) {
+        double rate = run(&failures);
+        if (rate > best)
+            best = rate;
+    }
+    bench_fig("malloc_free", best, "Mpairs/s");
+    bench_fig("malloc_failures", (double)failures, "calls");
+    return 0;
+}
