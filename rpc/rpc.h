@@ -108,7 +108,8 @@
  *   least the warp size.
  *
  * MISUSE
- *   With NDEBUG undefined (or RPC_DEBUG defined) misuse traps: a port handle
+ *   With NDEBUG undefined (host: assert) or RPC_DEBUG defined (trap where
+ *   assert is off) misuse stops the program: a port handle
  *   not made by an open of this process object, use after close, a recv
  *   before the client's first send, a send before the server's first recv,
  *   another operation between recv_n_size and recv_n_data, a lane mask
@@ -126,7 +127,7 @@
 
 #if !defined(NDEBUG) || defined(RPC_DEBUG)
 #define RPC_CHECKS 1
-#if defined(RPC_ARCH_HOST)
+#if defined(RPC_ARCH_HOST) && !defined(NDEBUG)
 #include <assert.h>
 #define RPC_ASSERT(cond) assert(cond)
 #else
@@ -552,9 +553,9 @@ static inline void rpc_stream_put_(struct rpc_stream_ *s, uint32_t lane, const v
                                    uint64_t len)
 {
     uint64_t cap = s->cap[rpc_lane_index_(lane)];
-    char *dst = (char *)s->dst[rpc_lane_index_(lane)];
     if (s->offset >= cap)
         return;
+    char *dst = (char *)s->dst[rpc_lane_index_(lane)];
     if (len > cap - s->offset)
         len = cap - s->offset;
     rpc_copy_(dst + s->offset, from, len);

@@ -17,6 +17,9 @@
  * With --lanes > 1 each client thread plays a warp with a random active-lane
  * mask per call.
  */
+#if defined(RPC_TEST_CHECKED)
+#undef NDEBUG /* the checked variant: every protocol assertion on */
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
