@@ -1,0 +1,512 @@
+/*
+ * common/plugin_abi.c - the __tgt_rtl_* entry points libomptarget 16.0.6 looks up, and tether's
+ * exported public API.  Compiled into each plugin by tether_add_plugin() (never into the static
+ * library), with the backend's table `plugin_backend_ops`.
+ *
+ * Each entry point is a thin wrapper: find the device, call one plugin_core.h function, and on
+ * failure print one message naming plugin, device, call and cause, then return OFFLOAD_FAIL.
+ * Internal calls never go through these exported names (they are static helpers or hidden
+ * common functions, and the plugin links with -Bsymbolic), so another plugin loaded with
+ * RTLD_GLOBAL cannot interpose them.
+ *
+ * Life cycle: __tgt_rtl_init_plugin creates the plugin once; __tgt_rtl_deinit_plugin is called by
+ * libomptarget 16 at every __tgt_unregister_lib and is therefore a no-op; the plugin is destroyed
+ * by this library's destructor at process exit, after the program's own destructors (which may
+ * still run device destructor kernels) have finished.
+ */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plugin_core.h"
+
+#define TGT_EXPORT __attribute__((visibility("default")))
+
+extern const struct plugin_ops plugin_backend_ops;
+
+static struct plugin *abi_plugin;
+static pthread_once_t abi_once = PTHREAD_ONCE_INIT;
+
+/* The probe address all tether plugins of a process share (see plugin_query.c).  Large enough
+ * that a non-tether plugin copying a probe into it, treating it as device memory, harms nothing. */
+TGT_EXPORT unsigned char tether_rtl_probe_target[512];
+
+static void abi_init_once(void)
+{
+    struct tether_error err = {{0}};
+    struct plugin *plugin = NULL;
+    tether_status_t rc;
+    void *target;
+
+    rc = plugin_create(&plugin_backend_ops, &plugin, &err);
+    if (rc != TETHER_OK) {
+        plugin_report(NULL, -1, "init_plugin", rc, &err);
+        return;
+    }
+    target = dlsym(RTLD_DEFAULT, "tether_rtl_probe_target");
+    plugin_probe_bind(plugin, target ? target : (void *)tether_rtl_probe_target);
+    abi_plugin = plugin;
+}
+
+static struct plugin *abi_get(void)
+{
+    pthread_once(&abi_once, abi_init_once);
+    return abi_plugin;
+}
+
+__attribute__((destructor)) static void abi_fini(void)
+{
+    struct plugin *plugin = abi_plugin;
+
+    abi_plugin = NULL;
+    plugin_destroy(plugin);
+}
+
+/* Device `id` of this plugin, or NULL after printing why. */
+static struct plugin_device *abi_device(int32_t id, const char *call)
+{
+    struct tether_error err = {{0}};
+    struct plugin *plugin = abi_get();
+    struct plugin_device *dev = NULL;
+    tether_status_t rc;
+
+    if (plugin == NULL) {
+        fprintf(stderr, "tether (%s): %s: plugin failed to initialise\n", plugin_backend_ops.name,
+                call);
+        return NULL;
+    }
+    rc = plugin_device_get(plugin, id, &dev, &err);
+    if (rc != TETHER_OK) {
+        plugin_report(plugin, id, call, rc, &err);
+        return NULL;
+    }
+    return dev;
+}
+
+static int32_t abi_result(int32_t id, const char *call, tether_status_t rc,
+                          const struct tether_error *err)
+{
+    if (rc == TETHER_OK) {
+        return TGT_OFFLOAD_SUCCESS;
+    }
+    plugin_report(abi_plugin, id, call, rc, err);
+    return TGT_OFFLOAD_FAIL;
+}
+
+/* ---- plugin ----------------------------------------------------------------------------- */
+
+TGT_EXPORT int32_t __tgt_rtl_init_plugin(void)
+{
+    abi_get();
+    return TGT_OFFLOAD_SUCCESS; /* zero devices is reported by number_of_devices */
+}
+
+TGT_EXPORT int32_t __tgt_rtl_deinit_plugin(void)
+{
+    return TGT_OFFLOAD_SUCCESS;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_number_of_devices(void)
+{
+    struct plugin *plugin = abi_get();
+
+    return plugin ? plugin->num_devices : 0;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_is_valid_binary(void *image)
+{
+    return plugin_image_valid(abi_get(), image, NULL);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_is_valid_binary_info(void *image, struct tgt_image_info *info)
+{
+    return plugin_image_valid(abi_get(), image, info ? info->Arch : NULL);
+}
+
+TGT_EXPORT int64_t __tgt_rtl_init_requires(int64_t flags)
+{
+    struct plugin *plugin = abi_get();
+
+    if (plugin != NULL) {
+        plugin_set_requires(plugin, flags);
+    }
+    return flags;
+}
+
+TGT_EXPORT void __tgt_rtl_set_info_flag(uint32_t flags)
+{
+    struct plugin *plugin = abi_get();
+
+    if (plugin != NULL) {
+        plugin_set_info_flags(plugin, flags);
+    }
+}
+
+TGT_EXPORT int32_t __tgt_rtl_init_device(int32_t id)
+{
+    return abi_device(id, "init_device") ? TGT_OFFLOAD_SUCCESS : TGT_OFFLOAD_FAIL;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_deinit_device(int32_t id)
+{
+    (void)id; /* devices live until the plugin is destroyed; libomptarget 16 never calls this */
+    return TGT_OFFLOAD_SUCCESS;
+}
+
+TGT_EXPORT void __tgt_rtl_print_device_info(int32_t id)
+{
+    struct plugin *plugin = abi_get();
+
+    if (plugin != NULL) {
+        plugin_print_device_info(plugin, id);
+    }
+}
+
+TGT_EXPORT struct tgt_target_table *__tgt_rtl_load_binary(int32_t id,
+                                                          struct tgt_device_image *image)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "load_binary");
+    struct tgt_target_table *table = NULL;
+    tether_status_t rc;
+
+    if (dev == NULL) {
+        return NULL;
+    }
+    rc = plugin_image_load(dev, image, &table, &err);
+    if (rc != TETHER_OK) {
+        char call[64];
+
+        snprintf(call, sizeof(call), "load_binary(image %p)", image ? image->ImageStart : NULL);
+        abi_result(id, call, rc, &err);
+        return NULL;
+    }
+    return table;
+}
+
+/* ---- memory ----------------------------------------------------------------------------- */
+
+TGT_EXPORT void *__tgt_rtl_data_alloc(int32_t id, int64_t size, void *host_ptr, int32_t kind)
+{
+    static const char *const kinds[] = {"device", "host", "shared", "default"};
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "data_alloc");
+    tether_status_t rc;
+    void *ptr = NULL;
+
+    (void)host_ptr;
+    if (dev == NULL) {
+        return NULL;
+    }
+    rc = plugin_data_alloc(dev, size, kind, &ptr, &err);
+    if (rc != TETHER_OK) {
+        char call[96];
+
+        snprintf(call, sizeof(call), "data_alloc(%lld bytes, %s memory)", (long long)size,
+                 kind >= 0 && kind <= 3 ? kinds[kind] : "invalid");
+        abi_result(id, call, rc, &err);
+        return NULL;
+    }
+    return ptr;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_delete(int32_t id, void *ptr, int32_t kind)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "data_delete");
+    char call[64];
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    snprintf(call, sizeof(call), "data_delete(%p)", ptr);
+    return abi_result(id, call, plugin_data_delete(dev, ptr, kind, &err), &err);
+}
+
+static int32_t abi_submit(int32_t id, void *tgt, void *hst, int64_t size,
+                          struct tgt_async_info *async)
+{
+    struct tether_error err = {{0}};
+    struct plugin *plugin = abi_get();
+    struct plugin_device *dev;
+    char call[96];
+
+    if (plugin_probe_is(plugin, tgt)) {
+        return abi_result(id, "probe", plugin_probe_answer(plugin, id, hst, size, &err), &err);
+    }
+    dev = abi_device(id, "data_submit");
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    snprintf(call, sizeof(call), "data_submit(device %p <- host %p, %lld bytes)", tgt, hst,
+             (long long)size);
+    return abi_result(id, call, plugin_data_submit(dev, tgt, hst, size, async, &err), &err);
+}
+
+static int32_t abi_retrieve(int32_t id, void *hst, void *tgt, int64_t size,
+                            struct tgt_async_info *async)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "data_retrieve");
+    char call[96];
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    snprintf(call, sizeof(call), "data_retrieve(host %p <- device %p, %lld bytes)", hst, tgt,
+             (long long)size);
+    return abi_result(id, call, plugin_data_retrieve(dev, hst, tgt, size, async, &err), &err);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_submit(int32_t id, void *tgt, void *hst, int64_t size)
+{
+    return abi_submit(id, tgt, hst, size, NULL);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_submit_async(int32_t id, void *tgt, void *hst, int64_t size,
+                                               struct tgt_async_info *async)
+{
+    return abi_submit(id, tgt, hst, size, async);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_retrieve(int32_t id, void *hst, void *tgt, int64_t size)
+{
+    return abi_retrieve(id, hst, tgt, size, NULL);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_retrieve_async(int32_t id, void *hst, void *tgt, int64_t size,
+                                                 struct tgt_async_info *async)
+{
+    return abi_retrieve(id, hst, tgt, size, async);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_is_data_exchangable(int32_t src_id, int32_t dst_id)
+{
+    struct plugin *plugin = abi_get();
+
+    return plugin != NULL && src_id >= 0 && dst_id >= 0 && src_id < plugin->num_devices &&
+           dst_id < plugin->num_devices && plugin_data_exchangeable(plugin);
+}
+
+static int32_t abi_exchange(int32_t src_id, void *src, int32_t dst_id, void *dst, int64_t size,
+                            struct tgt_async_info *async)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *src_dev = abi_device(src_id, "data_exchange");
+    struct plugin_device *dst_dev = abi_device(dst_id, "data_exchange");
+    char call[128];
+
+    if (src_dev == NULL || dst_dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    snprintf(call, sizeof(call), "data_exchange(device %d %p -> device %d %p, %lld bytes)",
+             (int)src_id, src, (int)dst_id, dst, (long long)size);
+    return abi_result(dst_id, call,
+                      plugin_data_exchange(src_dev, src, dst_dev, dst, size, async, &err), &err);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_exchange(int32_t src_id, void *src, int32_t dst_id, void *dst,
+                                           int64_t size)
+{
+    return abi_exchange(src_id, src, dst_id, dst, size, NULL);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_exchange_async(int32_t src_id, void *src, int32_t dst_id,
+                                                 void *dst, int64_t size,
+                                                 struct tgt_async_info *async)
+{
+    return abi_exchange(src_id, src, dst_id, dst, size, async);
+}
+
+/* data_lock/data_unlock receive the GLOBAL OpenMP device number (libomptarget 16). */
+static struct plugin_device *abi_global_device(int32_t global, const char *call)
+{
+    struct tether_error err = {{0}};
+    struct plugin *plugin = abi_get();
+    tether_status_t rc;
+    int32_t local;
+
+    if (plugin == NULL) {
+        return NULL;
+    }
+    rc = plugin_global_to_local(plugin, global, &local, &err);
+    if (rc != TETHER_OK) {
+        plugin_report(plugin, -1, call, rc, &err);
+        return NULL;
+    }
+    return abi_device(local, call);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_lock(int32_t global, void *ptr, int64_t size, void **locked)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_global_device(global, "data_lock");
+    tether_status_t rc;
+    void *dev_ptr = NULL;
+    char call[96];
+
+    if (dev == NULL || locked == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    snprintf(call, sizeof(call), "data_lock(%p, %lld bytes)", ptr, (long long)size);
+    rc = plugin_data_lock(dev, ptr, size, &dev_ptr, &err);
+    if (rc != TETHER_OK) {
+        return abi_result(dev->id, call, rc, &err);
+    }
+    *locked = dev_ptr;
+    return TGT_OFFLOAD_SUCCESS;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_data_unlock(int32_t global, void *ptr)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_global_device(global, "data_unlock");
+    char call[64];
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    snprintf(call, sizeof(call), "data_unlock(%p)", ptr);
+    return abi_result(dev->id, call, plugin_data_unlock(dev, ptr, &err), &err);
+}
+
+/* ---- launch, queues, events ------------------------------------------------------------- */
+
+TGT_EXPORT int32_t __tgt_rtl_launch_kernel(int32_t id, void *entry, void **tgt_args,
+                                           ptrdiff_t *tgt_offsets,
+                                           const struct tgt_kernel_args *kargs,
+                                           struct tgt_async_info *async)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "launch_kernel");
+    tether_status_t rc;
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    rc = plugin_launch_kernel(dev, entry, tgt_args, tgt_offsets, kargs, async, &err);
+    if (rc != TETHER_OK) {
+        char call[192];
+        const struct plugin_kernel *k = entry;
+
+        snprintf(call, sizeof(call), "launch_kernel(%s)",
+                 rc == TETHER_ERR_INVALID || k == NULL ? "?" : k->name);
+        return abi_result(id, call, rc, &err);
+    }
+    return TGT_OFFLOAD_SUCCESS;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_synchronize(int32_t id, struct tgt_async_info *async)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "synchronize");
+
+    if (dev == NULL) {
+        if (async != NULL) {
+            async->Queue = NULL;
+        }
+        return TGT_OFFLOAD_FAIL;
+    }
+    return abi_result(id, "synchronize", plugin_async_sync(dev, async, &err), &err);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_query_async(int32_t id, struct tgt_async_info *async)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "query_async");
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    return abi_result(id, "query_async", plugin_async_query(dev, async, &err), &err);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_create_event(int32_t id, void **event)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "create_event");
+    tether_status_t rc;
+    void *ev = NULL;
+
+    if (dev == NULL || event == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    rc = plugin_event_create(dev, &ev, &err);
+    if (rc == TETHER_OK) {
+        *event = ev;
+    }
+    return abi_result(id, "create_event", rc, &err);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_record_event(int32_t id, void *event, struct tgt_async_info *async)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "record_event");
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    return abi_result(id, "record_event", plugin_event_record(dev, event, async, &err), &err);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_wait_event(int32_t id, void *event, struct tgt_async_info *async)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "wait_event");
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    return abi_result(id, "wait_event", plugin_event_wait(dev, event, async, &err), &err);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_sync_event(int32_t id, void *event)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "sync_event");
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    return abi_result(id, "sync_event", plugin_event_sync(dev, event, &err), &err);
+}
+
+TGT_EXPORT int32_t __tgt_rtl_destroy_event(int32_t id, void *event)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_device(id, "destroy_event");
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    return abi_result(id, "destroy_event", plugin_event_destroy(dev, event, &err), &err);
+}
+
+/* ---- tether's public API ---------------------------------------------------------------- */
+
+TGT_EXPORT int32_t tether_rtl_device_query(int32_t omp_device, struct tether_device_info *info_p)
+{
+    struct tether_error err = {{0}};
+    struct plugin *plugin = abi_get();
+    struct plugin_probe probe;
+    tether_status_t rc;
+
+    if (info_p == NULL) {
+        return TETHER_ERR_INVALID;
+    }
+    if (plugin == NULL) {
+        return TETHER_ERR_NOT_FOUND;
+    }
+    rc = plugin_probe_send(plugin, omp_device, &probe, &err);
+    if (rc != TETHER_OK) {
+        plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "device query: %s", err.msg);
+        return rc;
+    }
+    if (probe.status != TETHER_OK) {
+        return probe.status;
+    }
+    *info_p = probe.info;
+    return TETHER_OK;
+}

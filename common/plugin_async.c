@@ -1,0 +1,252 @@
+/* common/plugin_async.c - queue and event pools, synchronize/query_async (see plugin_core.h). */
+#include "plugin_state.h"
+
+#include <stdlib.h>
+
+bool plugin_has_queues(const struct plugin *plugin)
+{
+    return plugin != NULL && plugin->ops->queue_create != NULL;
+}
+
+static bool has_events(const struct plugin *plugin)
+{
+    return plugin->ops->event_create != NULL;
+}
+
+/* Grow a pointer array so one more element fits. */
+static bool grow(void ***arr, size_t *cap, size_t need)
+{
+    void **n;
+    size_t c;
+
+    if (need <= *cap) {
+        return true;
+    }
+    c = *cap ? *cap * 2 : 8;
+    n = realloc(*arr, c * sizeof(**arr));
+    if (n == NULL) {
+        return false;
+    }
+    *arr = n;
+    *cap = c;
+    return true;
+}
+
+tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async_info *async,
+                                     struct plugin_async **pa_p, struct tether_error *err)
+{
+    struct plugin_device_state *st = dev->state;
+    struct plugin_async *pa = async->Queue;
+    struct plugin_queue *queue = NULL;
+    tether_status_t rc;
+
+    if (pa != NULL) {
+        *pa_p = pa;
+        return TETHER_OK;
+    }
+    pthread_mutex_lock(&st->lock);
+    if (st->num_queues > 0) {
+        pa = st->queues[--st->num_queues];
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (pa == NULL) {
+        pa = calloc(1, sizeof(*pa));
+        if (pa == NULL) {
+            return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "queue record");
+        }
+        rc = dev->plugin->ops->queue_create(dev, &queue, err);
+        if (rc != TETHER_OK) {
+            free(pa);
+            return rc;
+        }
+        pa->queue = queue;
+    }
+    pa->launches = 0;
+    async->Queue = pa;
+    *pa_p = pa;
+    return TETHER_OK;
+}
+
+/* Give a completed queue back to the pool (or destroy it when it failed). */
+static void async_release(struct plugin_device *dev, struct plugin_async *pa, bool failed)
+{
+    struct plugin_device_state *st = dev->state;
+    bool pooled = false;
+
+    if (pa->launches != 0) {
+        plugin_rpc_launch_end(dev, pa->launches);
+        pa->launches = 0;
+    }
+    if (!failed) {
+        pthread_mutex_lock(&st->lock);
+        if (grow((void ***)&st->queues, &st->cap_queues, st->num_queues + 1)) {
+            st->queues[st->num_queues++] = pa;
+            pooled = true;
+        }
+        pthread_mutex_unlock(&st->lock);
+    }
+    if (!pooled) {
+        dev->plugin->ops->queue_destroy(dev, pa->queue);
+        free(pa);
+    }
+}
+
+tether_status_t plugin_async_sync(struct plugin_device *dev, struct tgt_async_info *async,
+                                  struct tether_error *err)
+{
+    struct plugin_async *pa;
+    tether_status_t rc;
+
+    if (async == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "NULL AsyncInfo");
+    }
+    pa = async->Queue;
+    if (pa == NULL) {
+        return TETHER_OK;
+    }
+    if (!plugin_has_queues(dev->plugin)) {
+        return plugin_error_set(err, TETHER_ERR_INVALID,
+                                "AsyncInfo holds a queue but this backend has none");
+    }
+    rc = dev->plugin->ops->queue_sync(dev, pa->queue, err);
+    /* libomptarget requires Queue == NULL after synchronize, success or not. */
+    async->Queue = NULL;
+    async_release(dev, pa, rc != TETHER_OK);
+    return rc;
+}
+
+tether_status_t plugin_async_query(struct plugin_device *dev, struct tgt_async_info *async,
+                                   struct tether_error *err)
+{
+    struct plugin_async *pa;
+    tether_status_t rc;
+    bool done = false;
+
+    if (async == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "NULL AsyncInfo");
+    }
+    pa = async->Queue;
+    if (pa == NULL) {
+        return TETHER_OK;
+    }
+    if (!plugin_has_queues(dev->plugin)) {
+        return plugin_error_set(err, TETHER_ERR_INVALID,
+                                "AsyncInfo holds a queue but this backend has none");
+    }
+    rc = dev->plugin->ops->queue_query(dev, pa->queue, &done, err);
+    if (rc != TETHER_OK) {
+        async->Queue = NULL;
+        async_release(dev, pa, true);
+        return rc;
+    }
+    if (done) {
+        async->Queue = NULL;
+        async_release(dev, pa, false);
+    }
+    return TETHER_OK;
+}
+
+/* ---- events ----------------------------------------------------------------------------- */
+
+/* Without an event group libomptarget still gets a distinct non-NULL handle per event; it is
+ * never dereferenced.  Transfers are synchronous then, so every event is complete at once. */
+static char no_event_marker;
+
+tether_status_t plugin_event_create(struct plugin_device *dev, void **event_p,
+                                    struct tether_error *err)
+{
+    struct plugin_device_state *st = dev->state;
+    struct plugin_event *ev = NULL;
+    tether_status_t rc;
+
+    if (!has_events(dev->plugin)) {
+        *event_p = &no_event_marker;
+        return TETHER_OK;
+    }
+    pthread_mutex_lock(&st->lock);
+    if (st->num_events > 0) {
+        ev = st->events[--st->num_events];
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (ev == NULL) {
+        rc = dev->plugin->ops->event_create(dev, &ev, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+    }
+    *event_p = ev;
+    return TETHER_OK;
+}
+
+tether_status_t plugin_event_destroy(struct plugin_device *dev, void *event,
+                                     struct tether_error *err)
+{
+    struct plugin_device_state *st = dev->state;
+    bool pooled = false;
+
+    if (event == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "NULL event");
+    }
+    if (!has_events(dev->plugin)) {
+        return TETHER_OK;
+    }
+    pthread_mutex_lock(&st->lock);
+    if (grow((void ***)&st->events, &st->cap_events, st->num_events + 1)) {
+        st->events[st->num_events++] = event;
+        pooled = true;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (!pooled) {
+        dev->plugin->ops->event_destroy(dev, event);
+    }
+    return TETHER_OK;
+}
+
+tether_status_t plugin_event_record(struct plugin_device *dev, void *event,
+                                    struct tgt_async_info *async, struct tether_error *err)
+{
+    struct plugin_async *pa;
+    tether_status_t rc;
+
+    if (event == NULL || async == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "NULL event or AsyncInfo");
+    }
+    if (!has_events(dev->plugin)) {
+        return TETHER_OK;
+    }
+    rc = plugin_async_acquire(dev, async, &pa, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    return dev->plugin->ops->event_record(dev, event, pa->queue, err);
+}
+
+tether_status_t plugin_event_wait(struct plugin_device *dev, void *event,
+                                  struct tgt_async_info *async, struct tether_error *err)
+{
+    struct plugin_async *pa;
+    tether_status_t rc;
+
+    if (event == NULL || async == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "NULL event or AsyncInfo");
+    }
+    if (!has_events(dev->plugin)) {
+        return TETHER_OK;
+    }
+    rc = plugin_async_acquire(dev, async, &pa, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    return dev->plugin->ops->event_wait(dev, event, pa->queue, err);
+}
+
+tether_status_t plugin_event_sync(struct plugin_device *dev, void *event, struct tether_error *err)
+{
+    if (event == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "NULL event");
+    }
+    if (!has_events(dev->plugin)) {
+        return TETHER_OK;
+    }
+    return dev->plugin->ops->event_sync(dev, event, err);
+}

@@ -1,0 +1,180 @@
+/*
+ * common/plugin_core.h - the generic layer: what the ABI file (plugin_abi.c) and the unit tests
+ * call.  Backends never include this header; they see only plugin.h.
+ *
+ * Role: every __tgt_rtl_* entry point is a thin wrapper over one function here.  These functions
+ * validate arguments, find (and lazily create) devices, keep the pinned map, the queue and event
+ * pools and the loaded images, and call the backend's primitives.  They never print: on failure
+ * they return a negative status and write the cause to err; the ABI wrapper names the plugin,
+ * device and call and prints it (plugin_report()).
+ *
+ * Thread safety: every function may be called concurrently from any thread, for any devices,
+ * except plugin_create() and plugin_destroy(), which must not overlap any other call on the same
+ * plugin.  Device creation is serialised per device; the pinned map is lock-free to read.
+ *
+ * Ownership: a plugin owns its devices; a device owns its modules, kernels, target tables, pinned
+ * map, queues and events, all released by plugin_destroy().  Memory returned by plugin_data_alloc
+ * belongs to the caller until plugin_data_delete (plugin_destroy does not free it).
+ */
+#ifndef TETHER_COMMON_PLUGIN_CORE_H
+#define TETHER_COMMON_PLUGIN_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugin.h"
+#include "tgt_abi.h"
+#include "tether/tether.h"
+
+/* ---- plugin ----------------------------------------------------------------------------- */
+
+/* Create the generic plugin over a backend's ops table: checks the table (version, required
+ * slots, groups all-or-none), calls ops->plugin_create, reads LIBOMPTARGET_INFO / TETHER_DEBUG.
+ * A backend reporting zero devices is a success.  On failure nothing is left allocated.
+ * TETHER_ERR_INVALID for a malformed table. */
+tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plugin_p,
+                              struct tether_error *err);
+/* Destroy: stops RPC, releases every device's images, queues, events and pinned ranges (unpinning
+ * what tether pinned), destroys devices, then the backend plugin.  NULL does nothing. */
+void plugin_destroy(struct plugin *plugin);
+
+/* Replace the info flags (LIBOMPTARGET_INFO bits) - __tgt_rtl_set_info_flag. */
+void plugin_set_info_flags(struct plugin *plugin, uint32_t flags);
+/* Remember the requires flags (OMP_REQ_*) - __tgt_rtl_init_requires. */
+void plugin_set_requires(struct plugin *plugin, int64_t flags);
+
+/* The device with plugin-local id, creating it on first use (device_create + device_limits +
+ * pinned map).  TETHER_ERR_NO_DEVICE for an id out of range.  A failed creation is retried on
+ * the next call. */
+tether_status_t plugin_device_get(struct plugin *plugin, int32_t id, struct plugin_device **dev_p,
+                                  struct tether_error *err);
+/* The device if already created, else NULL.  Never creates, never blocks. */
+struct plugin_device *plugin_device_peek(struct plugin *plugin, int32_t id);
+
+/* Map a global OpenMP device number (data_lock/data_unlock pass it) to this plugin's local id.
+ * See docs/plugin-interface.md, "Global and local device ids". */
+tether_status_t plugin_global_to_local(struct plugin *plugin, int32_t global, int32_t *local_p,
+                                       struct tether_error *err);
+
+/* ---- images ----------------------------------------------------------------------------- */
+
+/* is_valid_binary(_info): true when the image (OffloadBinary-wrapped or not) is an ELF for this
+ * backend and the backend's image_compatible (if any) accepts it with this arch (NULL: unknown).
+ * Remembers the arch for plugin_image_load. */
+bool plugin_image_valid(struct plugin *plugin, const struct tgt_device_image *image,
+                        const char *arch);
+/* load_binary: load the image on the device, resolve every host entry by name (globals: device
+ * address, checked size; kernels: a struct plugin_kernel), write the device environment, attach
+ * RPC if the image has the client symbol.  The table stays valid until plugin_destroy. */
+tether_status_t plugin_image_load(struct plugin_device *dev, const struct tgt_device_image *image,
+                                  struct tgt_target_table **table_p, struct tether_error *err);
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+/* Allocate with a TargetAllocTy kind (0..3).  HOST memory is registered in the pinned map. */
+tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32_t kind,
+                                  void **ptr_p, struct tether_error *err);
+/* Free; HOST memory is unregistered first (TETHER_ERR_BUSY if users still lock part of it). */
+tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t kind,
+                                   struct tether_error *err);
+/* Host to device (async NULL: synchronous; otherwise on the AsyncInfo's queue). */
+tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const void *hst,
+                                   int64_t size, struct tgt_async_info *async,
+                                   struct tether_error *err);
+/* Device to host. */
+tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const void *tgt,
+                                     int64_t size, struct tgt_async_info *async,
+                                     struct tether_error *err);
+/* Device to device (dst queue). */
+tether_status_t plugin_data_exchange(struct plugin_device *src_dev, const void *src,
+                                     struct plugin_device *dst_dev, void *dst, int64_t size,
+                                     struct tgt_async_info *async, struct tether_error *err);
+/* True when the backend copies between these devices itself. */
+bool plugin_data_exchangeable(const struct plugin *plugin);
+
+/* Lock (pin) a host range through the pinned map; *dev_ptr_p = device-accessible address. */
+tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t size,
+                                 void **dev_ptr_p, struct tether_error *err);
+/* Drop one reference of the locked range containing ptr. */
+tether_status_t plugin_data_unlock(struct plugin_device *dev, void *ptr, struct tether_error *err);
+/* Number of entries in the device's pinned map. */
+size_t plugin_pinned_count(struct plugin_device *dev);
+
+/* ---- launch, queues, events -------------------------------------------------------------- */
+
+/* launch_kernel: entry is a kernel address from this device's target table. */
+tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, void **tgt_args,
+                                     const ptrdiff_t *tgt_offsets,
+                                     const struct tgt_kernel_args *kargs,
+                                     struct tgt_async_info *async, struct tether_error *err);
+/* Compute launch geometry from kernel args and limits (LLVM 16 nextgen rules); exposed for
+ * tests. */
+void plugin_launch_geometry(const struct plugin_device_limits *limits, uint32_t kernel_max_threads,
+                            uint8_t exec_mode, const struct tgt_kernel_args *kargs,
+                            uint32_t *teams_p, uint32_t *threads_p);
+
+/* synchronize: wait for the AsyncInfo's queue, return it to the pool, set Queue = NULL. */
+tether_status_t plugin_async_sync(struct plugin_device *dev, struct tgt_async_info *async,
+                                  struct tether_error *err);
+/* query_async: like sync when the work is done, otherwise leave Queue set and return OK. */
+tether_status_t plugin_async_query(struct plugin_device *dev, struct tgt_async_info *async,
+                                   struct tether_error *err);
+/* True when the backend offers queues (and so *_async and synchronize do real work). */
+bool plugin_has_queues(const struct plugin *plugin);
+
+tether_status_t plugin_event_create(struct plugin_device *dev, void **event_p,
+                                    struct tether_error *err);
+tether_status_t plugin_event_record(struct plugin_device *dev, void *event,
+                                    struct tgt_async_info *async, struct tether_error *err);
+tether_status_t plugin_event_wait(struct plugin_device *dev, void *event,
+                                  struct tgt_async_info *async, struct tether_error *err);
+tether_status_t plugin_event_sync(struct plugin_device *dev, void *event, struct tether_error *err);
+tether_status_t plugin_event_destroy(struct plugin_device *dev, void *event,
+                                     struct tether_error *err);
+
+/* ---- reporting and queries --------------------------------------------------------------- */
+
+/* Print "tether (<name>): device <id>: <call> failed: <status text>: <err->msg>" to stderr. id
+ * < 0: no device part. */
+void plugin_report(const struct plugin *plugin, int32_t id, const char *call,
+                   tether_status_t status, const struct tether_error *err);
+/* print_device_info for local id. */
+void plugin_print_device_info(struct plugin *plugin, int32_t id);
+/* Fill a public device description for local id (creates the device if needed). */
+tether_status_t plugin_device_describe(struct plugin *plugin, int32_t id,
+                                       struct tether_device_info *info_p, struct tether_error *err);
+
+/* ---- the probe (docs/plugin-interface.md, "Global and local device ids") ---------------- */
+
+/* The host-side record a probe carries through omp_target_memcpy to the plugin owning a global
+ * device number.  Shared by every tether plugin in a process: only append fields, bump version. */
+#define PLUGIN_PROBE_MAGIC 0x74657468657250ULL /* "tetherP" */
+#define PLUGIN_PROBE_VERSION 1
+struct plugin_probe {
+    uint64_t magic;
+    uint32_t version;
+    int32_t omp_device;             /* in: the global device number probed */
+    int32_t answered;               /* out: 1 when a tether plugin answered */
+    int32_t status;                 /* out: tether_status_t of the description */
+    struct tether_device_info info; /* out */
+};
+
+/* Bind the plugin to the process's probe target (the first tether plugin's exported
+ * tether_rtl_probe_target, found with dlsym); NULL disables probing (unit tests). */
+void plugin_probe_bind(struct plugin *plugin, void *target);
+/* True when a data_submit to `tgt` is a probe and not a transfer. */
+bool plugin_probe_is(const struct plugin *plugin, const void *tgt);
+/* Answer a probe that arrived on local device id: fill it, learn the global offset. */
+tether_status_t plugin_probe_answer(struct plugin *plugin, int32_t id, void *hst, int64_t size,
+                                    struct tether_error *err);
+/* Send a probe for global device omp_device through libomptarget (omp_target_memcpy). */
+tether_status_t plugin_probe_send(struct plugin *plugin, int32_t omp_device,
+                                  struct plugin_probe *probe_p, struct tether_error *err);
+
+/* ---- RPC hooks (common/plugin_rpc.c) ------------------------------------------------------ */
+
+/* Name of the device global that marks an image as an RPC client. */
+#define PLUGIN_RPC_CLIENT_SYMBOL "__tether_rpc_client"
+
+#endif /* TETHER_COMMON_PLUGIN_CORE_H */

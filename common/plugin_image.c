@@ -1,0 +1,264 @@
+/* common/plugin_image.c - OffloadBinary and ELF decoding (see plugin_image.h). */
+#include "plugin_image.h"
+
+#include <elf.h>
+#include <string.h>
+
+#define OFFLOAD_MAGIC "\x10\xff\x10\xad"
+
+/* OffloadBinary v1 layout, little endian (llvm/Object/OffloadBinary.h). */
+struct offload_header {
+    uint8_t magic[4];
+    uint32_t version;
+    uint64_t size;
+    uint64_t entry_offset;
+    uint64_t entry_size;
+};
+
+struct offload_entry {
+    uint16_t image_kind;
+    uint16_t offload_kind;
+    uint32_t flags;
+    uint64_t string_offset;
+    uint64_t num_strings;
+    uint64_t image_offset;
+    uint64_t image_size;
+};
+
+struct offload_string {
+    uint64_t key_offset;
+    uint64_t value_offset;
+};
+
+_Static_assert(sizeof(struct offload_header) == 32, "OffloadBinary header");
+_Static_assert(sizeof(struct offload_entry) == 40, "OffloadBinary entry");
+
+/* True when [off, off + len) lies inside [0, size). */
+static bool range_ok(size_t size, uint64_t off, uint64_t len)
+{
+    return off <= size && len <= size - off;
+}
+
+/* A NUL-terminated string at off inside the buffer, or NULL. */
+static const char *string_at(const uint8_t *base, size_t size, uint64_t off)
+{
+    if (off >= size) {
+        return NULL;
+    }
+    if (memchr(base + off, '\0', size - off) == NULL) {
+        return NULL;
+    }
+    return (const char *)base + off;
+}
+
+tether_status_t image_unwrap(const void *start, size_t size, struct plugin_image *image_p,
+                             struct tether_error *err)
+{
+    const uint8_t *base = start;
+    struct offload_header hdr;
+    struct offload_entry ent;
+    const char *arch = NULL;
+
+    if (start == NULL || size == 0) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "empty image");
+    }
+    if (size < 4 || memcmp(base, OFFLOAD_MAGIC, 4) != 0) {
+        image_p->start = start;
+        image_p->size = size;
+        image_p->arch = NULL;
+        return TETHER_OK;
+    }
+    if (size < sizeof(hdr)) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "OffloadBinary of %zu bytes is shorter than its header", size);
+    }
+    memcpy(&hdr, base, sizeof(hdr));
+    if (hdr.version != 1) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "OffloadBinary version %u, expected 1",
+                                (unsigned)hdr.version);
+    }
+    if (hdr.size > size) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "OffloadBinary claims %llu bytes, only %zu present",
+                                (unsigned long long)hdr.size, size);
+    }
+    size = (size_t)hdr.size;
+    if (hdr.entry_size < sizeof(ent) || !range_ok(size, hdr.entry_offset, sizeof(ent))) {
+        return plugin_error_set(
+            err, TETHER_ERR_BAD_IMAGE, "OffloadBinary entry (offset %llu, %llu bytes) out of range",
+            (unsigned long long)hdr.entry_offset, (unsigned long long)hdr.entry_size);
+    }
+    memcpy(&ent, base + hdr.entry_offset, sizeof(ent));
+    if (ent.num_strings > size / sizeof(struct offload_string) ||
+        !range_ok(size, ent.string_offset, ent.num_strings * sizeof(struct offload_string))) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "OffloadBinary string table out of range");
+    }
+    for (uint64_t i = 0; i < ent.num_strings; i++) {
+        struct offload_string s;
+        const char *key;
+
+        memcpy(&s, base + ent.string_offset + i * sizeof(s), sizeof(s));
+        key = string_at(base, size, s.key_offset);
+        if (key == NULL) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                    "OffloadBinary string %llu: key out of range",
+                                    (unsigned long long)i);
+        }
+        if (strcmp(key, "arch") == 0) {
+            arch = string_at(base, size, s.value_offset);
+            if (arch == NULL) {
+                return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                        "OffloadBinary arch value out of range");
+            }
+        }
+    }
+    if (ent.image_size == 0 || !range_ok(size, ent.image_offset, ent.image_size)) {
+        return plugin_error_set(
+            err, TETHER_ERR_BAD_IMAGE, "OffloadBinary image (offset %llu, %llu bytes) out of range",
+            (unsigned long long)ent.image_offset, (unsigned long long)ent.image_size);
+    }
+    image_p->start = base + ent.image_offset;
+    image_p->size = (size_t)ent.image_size;
+    image_p->arch = arch;
+    return TETHER_OK;
+}
+
+/* Read the ELF header; false when the image is no ELF64 LSB. */
+static bool read_ehdr(const struct plugin_image *image, Elf64_Ehdr *ehdr)
+{
+    if (image == NULL || image->start == NULL || image->size < sizeof(*ehdr)) {
+        return false;
+    }
+    memcpy(ehdr, image->start, sizeof(*ehdr));
+    return memcmp(ehdr->e_ident, ELFMAG, SELFMAG) == 0 && ehdr->e_ident[EI_CLASS] == ELFCLASS64 &&
+           ehdr->e_ident[EI_DATA] == ELFDATA2LSB;
+}
+
+/* Read section header i; false when out of range. */
+static bool read_shdr(const struct plugin_image *image, const Elf64_Ehdr *ehdr, uint64_t i,
+                      Elf64_Shdr *shdr)
+{
+    uint64_t off;
+
+    if (i >= ehdr->e_shnum || ehdr->e_shentsize < sizeof(*shdr)) {
+        return false;
+    }
+    off = ehdr->e_shoff + i * ehdr->e_shentsize;
+    if (off < ehdr->e_shoff || !range_ok(image->size, off, sizeof(*shdr))) {
+        return false;
+    }
+    memcpy(shdr, (const uint8_t *)image->start + off, sizeof(*shdr));
+    return true;
+}
+
+uint16_t image_elf_machine(const struct plugin_image *image)
+{
+    Elf64_Ehdr ehdr;
+
+    if (!read_ehdr(image, &ehdr)) {
+        return 0;
+    }
+    return ehdr.e_machine;
+}
+
+tether_status_t image_elf_check(const struct plugin_image *image, uint16_t machine,
+                                struct tether_error *err)
+{
+    Elf64_Ehdr ehdr;
+
+    if (image == NULL || image->start == NULL || image->size == 0) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "empty image");
+    }
+    if (!read_ehdr(image, &ehdr)) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "not a 64-bit little-endian ELF (%zu bytes)", image->size);
+    }
+    if (ehdr.e_machine != machine) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "ELF e_machine %u, this plugin runs %u",
+                                (unsigned)ehdr.e_machine, (unsigned)machine);
+    }
+    if (ehdr.e_shnum != 0 &&
+        (ehdr.e_shentsize < sizeof(Elf64_Shdr) ||
+         !range_ok(image->size, ehdr.e_shoff, (uint64_t)ehdr.e_shnum * ehdr.e_shentsize))) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "ELF section headers out of range");
+    }
+    return TETHER_OK;
+}
+
+/* Search one symbol table section for `name`. */
+static bool find_in_table(const struct plugin_image *image, const Elf64_Ehdr *ehdr,
+                          const Elf64_Shdr *symtab, const char *name, struct image_symbol *sym_p)
+{
+    const uint8_t *base = image->start;
+    Elf64_Shdr strtab;
+    uint64_t count;
+
+    if (symtab->sh_entsize < sizeof(Elf64_Sym) ||
+        !range_ok(image->size, symtab->sh_offset, symtab->sh_size)) {
+        return false;
+    }
+    if (!read_shdr(image, ehdr, symtab->sh_link, &strtab) || strtab.sh_type != SHT_STRTAB ||
+        !range_ok(image->size, strtab.sh_offset, strtab.sh_size)) {
+        return false;
+    }
+    count = symtab->sh_size / symtab->sh_entsize;
+    for (uint64_t i = 1; i < count; i++) {
+        Elf64_Sym sym;
+        const char *sym_name;
+        Elf64_Shdr sec;
+        uint64_t off;
+
+        memcpy(&sym, base + symtab->sh_offset + i * symtab->sh_entsize, sizeof(sym));
+        if (sym.st_shndx == SHN_UNDEF || sym.st_name >= strtab.sh_size) {
+            continue;
+        }
+        sym_name = string_at(base + strtab.sh_offset, (size_t)strtab.sh_size, sym.st_name);
+        if (sym_name == NULL || strcmp(sym_name, name) != 0) {
+            continue;
+        }
+        sym_p->value = sym.st_value;
+        sym_p->size = sym.st_size;
+        sym_p->type = ELF64_ST_TYPE(sym.st_info);
+        sym_p->data = NULL;
+        sym_p->data_size = 0;
+        if (sym.st_shndx < SHN_LORESERVE && read_shdr(image, ehdr, sym.st_shndx, &sec) &&
+            sec.sh_type != SHT_NOBITS && range_ok(image->size, sec.sh_offset, sec.sh_size)) {
+            /* Executables and shared objects hold addresses; relocatable files offsets. */
+            off = ehdr->e_type == ET_REL ? sym.st_value : sym.st_value - sec.sh_addr;
+            if (sym.st_value >= (ehdr->e_type == ET_REL ? 0 : sec.sh_addr) && off < sec.sh_size) {
+                sym_p->data = base + sec.sh_offset + off;
+                sym_p->data_size = (size_t)(sec.sh_size - off);
+                if (sym.st_size < sym_p->data_size) {
+                    sym_p->data_size = (size_t)sym.st_size;
+                }
+            }
+        }
+        return true;
+    }
+    return false;
+}
+
+bool image_elf_symbol(const struct plugin_image *image, const char *name,
+                      struct image_symbol *sym_p)
+{
+    static const uint32_t order[2] = {SHT_SYMTAB, SHT_DYNSYM};
+    Elf64_Ehdr ehdr;
+
+    if (name == NULL || !read_ehdr(image, &ehdr)) {
+        return false;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t i = 0; i < ehdr.e_shnum; i++) {
+            Elf64_Shdr shdr;
+
+            if (!read_shdr(image, &ehdr, i, &shdr)) {
+                return false;
+            }
+            if (shdr.sh_type == order[pass] && find_in_table(image, &ehdr, &shdr, name, sym_p)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}

@@ -1,0 +1,267 @@
+/* common/plugin_memory.c - allocation kinds, transfers, lock/unlock (see plugin_core.h). */
+#include "plugin_state.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static const char *kind_name(int32_t kind)
+{
+    switch (kind) {
+    case PLUGIN_ALLOC_DEVICE:
+        return "device";
+    case PLUGIN_ALLOC_HOST:
+        return "host";
+    case PLUGIN_ALLOC_SHARED:
+        return "shared";
+    case PLUGIN_ALLOC_DEFAULT:
+        return "default";
+    default:
+        return "invalid";
+    }
+}
+
+/* TargetAllocTy -> the kind a backend sees (DEFAULT becomes DEVICE). */
+static tether_status_t backend_kind(int32_t kind, enum plugin_alloc_kind *kind_p,
+                                    struct tether_error *err)
+{
+    switch (kind) {
+    case PLUGIN_ALLOC_DEVICE:
+    case PLUGIN_ALLOC_DEFAULT:
+        *kind_p = PLUGIN_ALLOC_DEVICE;
+        return TETHER_OK;
+    case PLUGIN_ALLOC_HOST:
+        *kind_p = PLUGIN_ALLOC_HOST;
+        return TETHER_OK;
+    case PLUGIN_ALLOC_SHARED:
+        *kind_p = PLUGIN_ALLOC_SHARED;
+        return TETHER_OK;
+    default:
+        return plugin_error_set(err, TETHER_ERR_INVALID, "allocation kind %d is not one of 0..3",
+                                (int)kind);
+    }
+}
+
+tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32_t kind,
+                                  void **ptr_p, struct tether_error *err)
+{
+    const struct plugin_ops *ops = dev->plugin->ops;
+    enum plugin_alloc_kind bkind = PLUGIN_ALLOC_DEVICE;
+    struct tether_error ignored;
+    tether_status_t rc;
+    void *ptr = NULL;
+
+    rc = backend_kind(kind, &bkind, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    if (size <= 0 || (uint64_t)size > SIZE_MAX) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "size %lld", (long long)size);
+    }
+    rc = ops->alloc(dev, (size_t)size, bkind, &ptr, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    if (ptr == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INTERNAL, "backend alloc returned NULL");
+    }
+    if (bkind == PLUGIN_ALLOC_HOST) {
+        rc = pinned_map_register(dev->state->pinned, ptr, (size_t)size, ptr, err);
+        if (rc != TETHER_OK) {
+            goto free_ptr;
+        }
+        if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_MAPPING_CHANGED)) {
+            plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+                       "host allocation %p (%lld bytes) registered as pinned", ptr,
+                       (long long)size);
+        }
+    }
+    *ptr_p = ptr;
+    return TETHER_OK;
+
+free_ptr:
+    ops->free(dev, ptr, bkind, &ignored);
+    return rc;
+}
+
+tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t kind,
+                                   struct tether_error *err)
+{
+    enum plugin_alloc_kind bkind = PLUGIN_ALLOC_DEVICE;
+    tether_status_t rc;
+
+    rc = backend_kind(kind, &bkind, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    if (ptr == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "NULL pointer (%s memory)",
+                                kind_name(kind));
+    }
+    if (bkind == PLUGIN_ALLOC_HOST) {
+        rc = pinned_map_unregister(dev->state->pinned, ptr, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+    }
+    return dev->plugin->ops->free(dev, ptr, bkind, err);
+}
+
+static tether_status_t check_copy(const void *a, const void *b, int64_t size,
+                                  struct tether_error *err)
+{
+    if (size < 0 || (uint64_t)size > SIZE_MAX) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "size %lld", (long long)size);
+    }
+    if (size > 0 && (a == NULL || b == NULL)) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "NULL pointer in a copy of %lld bytes",
+                                (long long)size);
+    }
+    return TETHER_OK;
+}
+
+/* The queue for this copy: NULL for a synchronous one. */
+static tether_status_t copy_queue(struct plugin_device *dev, struct tgt_async_info *async,
+                                  struct plugin_async **pa_p, struct tether_error *err)
+{
+    struct plugin_async *pa = NULL;
+    tether_status_t rc;
+
+    if (async != NULL && plugin_has_queues(dev->plugin)) {
+        rc = plugin_async_acquire(dev, async, &pa, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+    }
+    *pa_p = pa;
+    return TETHER_OK;
+}
+
+static void log_transfer(struct plugin_device *dev, const char *dir, const void *hst, int64_t size,
+                         const void *host_dev, const struct plugin_async *pa)
+{
+    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_DATA_TRANSFER)) {
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "%s %lld bytes, host %p %s, %s", dir,
+                   (long long)size, hst, host_dev ? "pinned" : "pageable",
+                   pa ? "queued" : "synchronous");
+    }
+}
+
+tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const void *hst,
+                                   int64_t size, struct tgt_async_info *async,
+                                   struct tether_error *err)
+{
+    struct plugin_async *pa;
+    void *host_dev = NULL;
+    tether_status_t rc;
+
+    rc = check_copy(tgt, hst, size, err);
+    if (rc != TETHER_OK || size == 0) {
+        return rc;
+    }
+    if (!pinned_map_lookup(dev->state->pinned, hst, (size_t)size, &host_dev)) {
+        host_dev = NULL;
+    }
+    rc = copy_queue(dev, async, &pa, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    log_transfer(dev, "host to device", hst, size, host_dev, pa);
+    return dev->plugin->ops->memcpy_h2d(dev, tgt, hst, (size_t)size, host_dev,
+                                        pa ? pa->queue : NULL, err);
+}
+
+tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const void *tgt,
+                                     int64_t size, struct tgt_async_info *async,
+                                     struct tether_error *err)
+{
+    struct plugin_async *pa;
+    void *host_dev = NULL;
+    tether_status_t rc;
+
+    rc = check_copy(tgt, hst, size, err);
+    if (rc != TETHER_OK || size == 0) {
+        return rc;
+    }
+    if (!pinned_map_lookup(dev->state->pinned, hst, (size_t)size, &host_dev)) {
+        host_dev = NULL;
+    }
+    rc = copy_queue(dev, async, &pa, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    log_transfer(dev, "device to host", hst, size, host_dev, pa);
+    return dev->plugin->ops->memcpy_d2h(dev, hst, tgt, (size_t)size, host_dev,
+                                        pa ? pa->queue : NULL, err);
+}
+
+bool plugin_data_exchangeable(const struct plugin *plugin)
+{
+    return plugin != NULL && plugin->ops->memcpy_d2d != NULL;
+}
+
+tether_status_t plugin_data_exchange(struct plugin_device *src_dev, const void *src,
+                                     struct plugin_device *dst_dev, void *dst, int64_t size,
+                                     struct tgt_async_info *async, struct tether_error *err)
+{
+    struct plugin_async *pa;
+    tether_status_t rc;
+
+    if (!plugin_data_exchangeable(dst_dev->plugin)) {
+        return plugin_error_set(err, TETHER_ERR_UNSUPPORTED,
+                                "this backend has no device-to-device copy");
+    }
+    rc = check_copy(dst, src, size, err);
+    if (rc != TETHER_OK || size == 0) {
+        return rc;
+    }
+    rc = copy_queue(dst_dev, async, &pa, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    return dst_dev->plugin->ops->memcpy_d2d(dst_dev, dst, src_dev, src, (size_t)size,
+                                            pa ? pa->queue : NULL, err);
+}
+
+tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t size,
+                                 void **dev_ptr_p, struct tether_error *err)
+{
+    tether_status_t rc;
+    void *dev_ptr = NULL;
+
+    if (size <= 0 || (uint64_t)size > SIZE_MAX) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "size %lld", (long long)size);
+    }
+    rc = pinned_map_lock(dev->state->pinned, ptr, (size_t)size, &dev_ptr, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    if (dev_ptr == NULL) {
+        /* libomptarget treats NULL as failure: undo, so the count stays right. */
+        struct tether_error ignored;
+
+        pinned_map_unlock(dev->state->pinned, ptr, &ignored);
+        return plugin_error_set(err, TETHER_ERR_INTERNAL, "pinning %p gave a NULL device address",
+                                ptr);
+    }
+    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_MAPPING_CHANGED)) {
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "locked %p (%lld bytes) -> %p, %zu range(s)",
+                   ptr, (long long)size, dev_ptr, pinned_map_count(dev->state->pinned));
+    }
+    *dev_ptr_p = dev_ptr;
+    return TETHER_OK;
+}
+
+tether_status_t plugin_data_unlock(struct plugin_device *dev, void *ptr, struct tether_error *err)
+{
+    tether_status_t rc;
+
+    rc = pinned_map_unlock(dev->state->pinned, ptr, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_MAPPING_CHANGED)) {
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "unlocked %p, %zu range(s)", ptr,
+                   pinned_map_count(dev->state->pinned));
+    }
+    return TETHER_OK;
+}

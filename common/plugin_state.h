@@ -1,0 +1,90 @@
+/*
+ * common/plugin_state.h - common's private state behind struct plugin and struct plugin_device.
+ *
+ * Only the .c files of common/ include this.  Locking: each device has one mutex (`lock`) guarding
+ * its pools and image list; it is never held across a backend call that may block on the device.
+ * Device slots are published with release stores and read with acquire loads (plugin_device_peek
+ * never locks).
+ */
+#ifndef TETHER_COMMON_PLUGIN_STATE_H
+#define TETHER_COMMON_PLUGIN_STATE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "pinned_map.h"
+#include "plugin_core.h"
+
+#define PLUGIN_KERNEL_MAGIC 0x6b65726eu /* "kern" */
+
+/* An AsyncInfo->Queue: a backend queue plus what common tracks about the work on it. */
+struct plugin_async {
+    struct plugin_queue *queue; /* the backend's queue */
+    uint32_t launches;          /* kernels enqueued since the last completion (RPC accounting) */
+};
+
+/* An image loaded on a device, with the target table handed to libomptarget. */
+struct plugin_loaded {
+    const struct tgt_device_image *tgt_image;
+    struct plugin_module *module;
+    struct plugin_kernel *kernels; /* list through kernel->next */
+    struct tgt_offload_entry *entries;
+    struct tgt_target_table table;
+    bool rpc; /* image has PLUGIN_RPC_CLIENT_SYMBOL */
+    struct plugin_loaded *next;
+};
+
+/* An image accepted by plugin_image_valid, with the arch it came with. */
+struct plugin_seen_image {
+    const struct tgt_device_image *tgt_image;
+    char *arch; /* NULL: unknown */
+    struct plugin_seen_image *next;
+};
+
+struct plugin_device_state {
+    pthread_mutex_t lock;
+    struct pinned_map *pinned;
+    struct plugin_async **queues; /* free pool */
+    size_t num_queues, cap_queues;
+    struct plugin_event **events; /* free pool */
+    size_t num_events, cap_events;
+    struct plugin_loaded *loaded;
+    size_t num_loaded;
+    char name[96];
+    atomic_uint_fast64_t kernels_running; /* launched and not known complete (RPC) */
+    void *rpc;                            /* RPC server state, owned by plugin_rpc.c */
+};
+
+struct plugin_slot {
+    pthread_mutex_t lock;                 /* serialises creation of this device */
+    struct plugin_device *_Atomic device; /* published once created */
+};
+
+struct plugin_state {
+    const char *name;
+    atomic_uint info_flags;
+    bool debug;
+    int64_t requires_flags;
+    atomic_int global_offset; /* -1: not known yet */
+    void *probe_target;       /* the process-wide probe address, NULL: probing off */
+    struct plugin_slot *slots;
+    pthread_mutex_t seen_lock;
+    struct plugin_seen_image *seen;
+};
+
+/* Internal helpers shared by common's files. */
+void plugin_device_teardown(struct plugin_device *dev);
+tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async_info *async,
+                                     struct plugin_async **pa_p, struct tether_error *err);
+void plugin_loaded_release(struct plugin_device *dev, struct plugin_loaded *loaded);
+const char *plugin_seen_arch(struct plugin *plugin, const struct tgt_device_image *image,
+                             bool *known_p);
+
+/* RPC hooks (plugin_rpc.c). */
+tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,
+                                  struct tether_error *err);
+void plugin_rpc_detach(struct plugin_device *dev);
+void plugin_rpc_launch_begin(struct plugin_device *dev);
+void plugin_rpc_launch_end(struct plugin_device *dev, uint32_t count);
+
+#endif /* TETHER_COMMON_PLUGIN_STATE_H */
