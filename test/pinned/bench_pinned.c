@@ -6,6 +6,8 @@
  *   lookup_n<N>_t<T>               pinned_map_lookup (ratio vs the rwlock tree)
  *   lookup_n<N>_t1_sorted_array    the single-thread speed limit: binary search, no lock
  *   lookup_n<N>_t1_vs_sorted       pinned_map_lookup, 1 thread (ratio vs the sorted array)
+ *   lookup_n<N>_t1_sorted_array_bfree, lookup_n<N>_t1_vs_sorted_bfree: the same against the
+ *                                  branch-free search pinned_map uses, without its protocol
  * then lookups while one writer thread keeps locking and unlocking new ranges (each a republish
  * of the map; a write lock in the tree), and the cost of lock+unlock of a sub-range.
  *
@@ -89,7 +91,7 @@ struct world {
     uintptr_t spare; /* an address past every entry, for the writer */
 };
 
-enum impl { IMPL_MAP, IMPL_TREE, IMPL_ARRAY };
+enum impl { IMPL_MAP, IMPL_TREE, IMPL_ARRAY, IMPL_ARRAY_BFREE };
 
 static int build(struct world *w, size_t n)
 {
@@ -162,6 +164,8 @@ static bool lookup(struct world *w, enum impl impl, const struct query *q, uintp
         return rwlock_tree_lookup(&w->tree, q->p, q->size, dev);
     case IMPL_ARRAY:
         return sorted_array_lookup(&w->array, q->p, q->size, dev);
+    case IMPL_ARRAY_BFREE:
+        return sorted_array_lookup_bfree(&w->array, q->p, q->size, dev);
     }
     return false;
 }
@@ -169,7 +173,7 @@ static bool lookup(struct world *w, enum impl impl, const struct query *q, uintp
 static int self_check(struct world *w)
 {
     for (size_t i = 0; i < N_QUERIES; i++) {
-        for (int impl = IMPL_MAP; impl <= IMPL_ARRAY; impl++) {
+        for (int impl = IMPL_MAP; impl <= IMPL_ARRAY_BFREE; impl++) {
             uintptr_t dev = 0;
             bool hit = lookup(w, impl, &w->q[i], &dev);
             if (hit != (w->q[i].want != 0) || (hit && dev != w->q[i].want)) {
@@ -223,6 +227,13 @@ static void *run_lookups(void *p)
             for (int k = 0; k < 1024; k++, i = (i + 1) & (N_QUERIES - 1)) {
                 uintptr_t d = 0;
                 sink += sorted_array_lookup(&r->w->array, q[i].p, q[i].size, &d);
+                sink ^= d;
+            }
+            break;
+        case IMPL_ARRAY_BFREE:
+            for (int k = 0; k < 1024; k++, i = (i + 1) & (N_QUERIES - 1)) {
+                uintptr_t d = 0;
+                sink += sorted_array_lookup_bfree(&r->w->array, q[i].p, q[i].size, &d);
                 sink ^= d;
             }
             break;
@@ -381,6 +392,11 @@ int main(int argc, char **argv)
                 figure(name, array / 1e6, "Mlookups/s", array / 1e6, "sorted_array");
                 snprintf(name, sizeof(name), "lookup_n%zu_t1_vs_sorted", w.n);
                 figure(name, map / 1e6, "Mlookups/s", array / 1e6, "sorted_array");
+                double bfree = measure(&w, IMPL_ARRAY_BFREE, 1, false);
+                snprintf(name, sizeof(name), "lookup_n%zu_t1_sorted_array_bfree", w.n);
+                figure(name, bfree / 1e6, "Mlookups/s", bfree / 1e6, "sorted_array_bfree");
+                snprintf(name, sizeof(name), "lookup_n%zu_t1_vs_sorted_bfree", w.n);
+                figure(name, map / 1e6, "Mlookups/s", bfree / 1e6, "sorted_array_bfree");
             }
         }
         if (sizes[s] == 1024) {

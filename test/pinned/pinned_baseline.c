@@ -104,14 +104,18 @@ void sorted_array_init(struct sorted_array *a, const struct base_range *ranges, 
 {
     a->n = n;
     a->v = malloc((n ? n : 1) * sizeof(*a->v));
-    if (!a->v)
+    a->starts = malloc((n ? n : 1) * sizeof(*a->starts));
+    if (!a->v || !a->starts)
         abort();
     memcpy(a->v, ranges, n * sizeof(*ranges));
+    for (size_t i = 0; i < n; i++)
+        a->starts[i] = ranges[i].start;
 }
 
 void sorted_array_fini(struct sorted_array *a)
 {
     free(a->v);
+    free(a->starts);
 }
 
 bool sorted_array_lookup(const struct sorted_array *a, uintptr_t p, size_t size, uintptr_t *dev_p)
@@ -130,6 +134,25 @@ bool sorted_array_lookup(const struct sorted_array *a, uintptr_t p, size_t size,
     const struct base_range *r = &a->v[lo];
     size_t len = size ? size : 1;
     if (r->start > p || len > r->end - p)
+        return false;
+    *dev_p = r->dev + (p - r->start);
+    return true;
+}
+
+bool sorted_array_lookup_bfree(const struct sorted_array *a, uintptr_t p, size_t size,
+                               uintptr_t *dev_p)
+{
+    size_t n = a->n, lo = 0;
+    if (n == 0)
+        return false;
+    while (n > 1) {
+        size_t half = n / 2;
+        lo = a->starts[lo + half] <= p ? lo + half : lo;
+        n -= half;
+    }
+    const struct base_range *r = &a->v[lo];
+    size_t len = size ? size : 1;
+    if (r->start > p || p >= r->end || len > r->end - p)
         return false;
     *dev_p = r->dev + (p - r->start);
     return true;

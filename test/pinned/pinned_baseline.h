@@ -7,6 +7,9 @@
  *    the design of LLVM's PinnedAllocationMapTy (std::set under std::shared_mutex).
  *  - sorted_array: a sorted array of ranges searched with a textbook binary search, no lock at
  *    all (only correct while nothing changes): the single-thread speed limit of a search.
+ *    sorted_array_lookup_bfree is the same array searched the way pinned_map searches its
+ *    snapshot (branch-free, over a separate array of starts), still without any protocol: the
+ *    difference to pinned_map_lookup is the cost of making the search safe against writers.
  */
 #ifndef TETHER_TEST_PINNED_BASELINE_H
 #define TETHER_TEST_PINNED_BASELINE_H
@@ -43,6 +46,7 @@ void rwlock_tree_remove(struct rwlock_tree *t, struct base_range *r);
 
 struct sorted_array {
     struct base_range *v;
+    uintptr_t *starts; /* v[i].start, for the branch-free search */
     size_t n;
 };
 
@@ -50,5 +54,7 @@ struct sorted_array {
 void sorted_array_init(struct sorted_array *a, const struct base_range *ranges, size_t n);
 void sorted_array_fini(struct sorted_array *a);
 bool sorted_array_lookup(const struct sorted_array *a, uintptr_t p, size_t size, uintptr_t *dev_p);
+bool sorted_array_lookup_bfree(const struct sorted_array *a, uintptr_t p, size_t size,
+                               uintptr_t *dev_p);
 
 #endif /* TETHER_TEST_PINNED_BASELINE_H */

@@ -10,6 +10,8 @@
  *    range waits for the unpin to finish before pinning again (the fake driver would reject a
  *    pin of a range it still holds).
  *  - failed_pin_waiter: a thread waiting on a pin that fails retries and pins itself.
+ *  - republish: lookups stay right while a writer keeps inserting and removing entries in the
+ *    middle of the snapshot.
  *  - stress: threads lock/unlock/register/lookup overlapping shared ranges and private ones while
  *    pins fail now and then and a reader thread checks every lookup it makes; the final state is
  *    checked against what each thread holds, and pins and unpins balance exactly.
@@ -276,9 +278,76 @@ static void test_failed_pin_waiter(void)
     fake_fini(&drv);
 }
 
+/* ---- republish ------------------------------------------------------------------------------ */
+
+/*
+ * Lookups racing with republishes: stable entries sit in the even slots, and a writer keeps
+ * locking and unlocking ranges in the odd slots (each one an insert or removal in the middle of
+ * the snapshot, shifting what follows).  Readers must find every stable entry every time, at the
+ * right device address, and anything else they find must be right too.
+ */
+enum { REPUBLISH_SLOTS = 256, REPUBLISH_WRITES = 60000, REPUBLISH_READERS = 2 };
+#define SLOT(i) (R + 0x20000000 + (uintptr_t)(i)*2 * K)
+
+static atomic_int republish_done;
+
+static void *republish_reader(void *p)
+{
+    struct pinned_map *map = p;
+    uint64_t rng = (uint64_t)(uintptr_t)&rng;
+    long misses = 0, wrong = 0, rounds = 0;
+    while (!atomic_load_explicit(&republish_done, memory_order_relaxed) || rounds < 1000) {
+        uint64_t r = test_rand(&rng);
+        size_t slot = r % REPUBLISH_SLOTS;
+        uintptr_t q = SLOT(slot) + (r >> 20) % (K - 64);
+        void *dev = NULL;
+        bool hit = pinned_map_lookup(map, (void *)q, 64, &dev);
+        if (slot % 2 == 0 && !hit)
+            misses++;
+        if (hit && (uintptr_t)dev != q + FAKE_DEV_OFFSET)
+            wrong++;
+        rounds++;
+    }
+    CHECK_EQ(misses, 0);
+    CHECK_EQ(wrong, 0);
+    return NULL;
+}
+
+static void test_republish(void)
+{
+    struct fake_driver drv;
+    struct pinned_map *map;
+    void *dev;
+    fake_init(&drv);
+    CHECK_EQ(pinned_map_create(&fake_ops, &drv, &map), TETHER_OK);
+    for (size_t i = 0; i < REPUBLISH_SLOTS; i += 2)
+        CHECK_EQ(pinned_map_lock(map, (void *)SLOT(i), K, &dev, NULL), TETHER_OK);
+    atomic_store(&republish_done, 0);
+    pthread_t th[REPUBLISH_READERS];
+    for (int i = 0; i < REPUBLISH_READERS; i++)
+        pthread_create(&th[i], NULL, republish_reader, map);
+    uint64_t rng = 5;
+    bool held[REPUBLISH_SLOTS] = {false};
+    for (int i = 0; i < REPUBLISH_WRITES; i++) {
+        size_t slot = 2 * (test_rand(&rng) % (REPUBLISH_SLOTS / 2)) + 1;
+        if (held[slot])
+            CHECK_EQ(pinned_map_unlock(map, (void *)SLOT(slot), NULL), TETHER_OK);
+        else
+            CHECK_EQ(pinned_map_lock(map, (void *)SLOT(slot), K, &dev, NULL), TETHER_OK);
+        held[slot] = !held[slot];
+    }
+    atomic_store(&republish_done, 1);
+    for (int i = 0; i < REPUBLISH_READERS; i++)
+        pthread_join(th[i], NULL);
+    pinned_map_destroy(map);
+    CHECK_EQ(atomic_load(&drv.driver_errors), 0);
+    CHECK_EQ(fake_pinned_count(&drv), 0);
+    fake_fini(&drv);
+}
+
 /* ---- stress --------------------------------------------------------------------------------- */
 
-enum { STRESS_THREADS = 4, STRESS_OPS = 6000, MAX_HELD = 48, SHARED_REGIONS = 8 };
+enum { STRESS_THREADS = 4, STRESS_OPS = 30000, MAX_HELD = 48, SHARED_REGIONS = 8 };
 #define REGION (16 * K)
 #define PRIVATE(t) (R + ((uintptr_t)(t) + 1) * 0x10000000)
 
@@ -455,6 +524,7 @@ int main(void)
     test_pin_does_not_block();
     test_unpin_window();
     test_failed_pin_waiter();
+    test_republish();
     test_stress();
     return test_report("test_pinned_concurrent");
 }
