@@ -21,6 +21,27 @@ struct model_entry {
     bool external, registered;
 };
 
+/* How often each outcome was seen, to prove the sequences reach every rule. */
+enum {
+    SEEN_PIN,
+    SEEN_REF,
+    SEEN_OVERLAP,
+    SEEN_PIN_FAIL,
+    SEEN_EXTERNAL,
+    SEEN_UNPIN,
+    SEEN_NOT_FOUND,
+    SEEN_BUSY,
+    SEEN_REGISTER,
+    SEEN_UNREGISTER,
+    SEEN_HIT,
+    SEEN_MISS,
+    SEEN_COUNT
+};
+static const char *seen_name[SEEN_COUNT] = {"pin",      "ref",        "overlap",    "pin-fail",
+                                            "external", "unpin",      "not-found",  "busy",
+                                            "register", "unregister", "lookup-hit", "lookup-miss"};
+static long seen[SEEN_COUNT];
+
 struct model {
     struct model_entry e[MAX_MODEL];
     size_t n;
@@ -111,8 +132,10 @@ static long run_sequence(uint64_t seed, long *ops_done)
                 pins_expected = 1;
                 if (fail_pin) {
                     want = TETHER_ERR_DRIVER;
+                    seen[SEEN_PIN_FAIL]++;
                 } else {
                     bool external = s >= SPACE + 48 * UNIT && e <= SPACE + 56 * UNIT;
+                    seen[external ? SEEN_EXTERNAL : SEEN_PIN]++;
                     model_add(&m,
                               (struct model_entry){s, e, s + FAKE_DEV_OFFSET, 1, external, false});
                     want = TETHER_OK;
@@ -121,9 +144,11 @@ static long run_sequence(uint64_t seed, long *ops_done)
             } else if (overlaps == 1 && hit->start <= s && e <= hit->end) {
                 hit->refs++;
                 want = TETHER_OK;
+                seen[SEEN_REF]++;
                 want_dev = hit->dev + (s - hit->start);
             } else {
                 want = TETHER_ERR_OVERLAP;
+                seen[SEEN_OVERLAP]++;
             }
             atomic_store(&drv.fail_next_pin, fail_pin);
             void *dev = NULL;
@@ -143,12 +168,15 @@ static long run_sequence(uint64_t seed, long *ops_done)
             struct model_entry *x = model_containing(&m, p);
             if (!x) {
                 want = TETHER_ERR_NOT_FOUND;
+                seen[SEEN_NOT_FOUND]++;
             } else if (x->registered && x->refs == 1) {
                 want = TETHER_ERR_BUSY;
+                seen[SEEN_BUSY]++;
             } else {
                 want = TETHER_OK;
                 if (--x->refs == 0) {
                     unpins_expected = !x->external;
+                    seen[SEEN_UNPIN] += unpins_expected;
                     model_remove(&m, x);
                 }
             }
@@ -161,6 +189,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
                 want = TETHER_ERR_OVERLAP;
             } else {
                 want = TETHER_OK;
+                seen[SEEN_REGISTER]++;
                 model_add(&m, (struct model_entry){s, e, dev, 1, true, true});
             }
             got = pinned_map_register(map, (void *)s, size, (void *)dev, &err);
@@ -176,6 +205,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
                 want = TETHER_ERR_BUSY;
             } else {
                 want = TETHER_OK;
+                seen[SEEN_UNREGISTER]++;
                 model_remove(&m, x);
             }
             got = pinned_map_unregister(map, (void *)p, &err);
@@ -189,6 +219,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
                 bool want_hit = x && q + eff <= x->end;
                 void *dev = NULL;
                 bool hit = pinned_map_lookup(map, (void *)q, qsize, &dev);
+                seen[want_hit ? SEEN_HIT : SEEN_MISS]++;
                 CHECK_EQ(hit, want_hit);
                 if (hit && want_hit)
                     CHECK_EQ((uintptr_t)dev, x->dev + (q - x->start));
@@ -223,5 +254,9 @@ int main(int argc, char **argv)
     }
     printf("test_pinned_random: %ld sequences, %ld operations compared with the model\n", sequences,
            ops);
+    for (int k = 0; k < SEEN_COUNT; k++) {
+        printf("  %s: %ld\n", seen_name[k], seen[k]);
+        CHECK(seen[k] > 0 || sequences < 100);
+    }
     return test_report("test_pinned_random");
 }
