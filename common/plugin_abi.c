@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,24 @@ extern const struct plugin_ops plugin_backend_ops;
 
 static struct plugin *abi_plugin;
 static pthread_once_t abi_once = PTHREAD_ONCE_INIT;
+
+/* The host entry table of the library libomptarget is registering right now (set by
+ * __tgt_rtl_register_lib, cleared by the next call that is not part of the registration).
+ * libomptarget 16's registerLib offers EVERY image registered so far, again, for the new library,
+ * and would give the new library's table an older library's image (its "Host and Target tables
+ * mismatch", constructors registered twice).  While a registration is in progress,
+ * is_valid_binary accepts only images whose entries are the new library's.  See
+ * docs/plugin-interface.md, "Several libraries". */
+static struct tgt_offload_entry *_Atomic abi_registering;
+static atomic_bool abi_registering_set;
+
+/* Any call outside a registration ends it. */
+static void abi_registration_end(void)
+{
+    if (atomic_load_explicit(&abi_registering_set, memory_order_relaxed)) {
+        atomic_store(&abi_registering_set, false);
+    }
+}
 
 /* The probe address all tether plugins of a process share (see plugin_query.c).  Large enough
  * that a non-tether plugin copying a probe into it, treating it as device memory, harms nothing. */
@@ -72,6 +91,7 @@ static struct plugin_device *abi_device(int32_t id, const char *call)
     struct plugin_device *dev = NULL;
     tether_status_t rc;
 
+    abi_registration_end();
     if (plugin == NULL) {
         fprintf(stderr, "tether (%s): %s: plugin failed to initialise\n", plugin_backend_ops.name,
                 call);
@@ -115,13 +135,48 @@ TGT_EXPORT int32_t __tgt_rtl_number_of_devices(void)
     return plugin ? plugin->num_devices : 0;
 }
 
+/* An image of another library offered during a registration (see abi_registering). */
+static bool abi_foreign_image(const struct tgt_device_image *image)
+{
+    if (image == NULL || !atomic_load(&abi_registering_set) ||
+        image->EntriesBegin == atomic_load(&abi_registering)) {
+        return false;
+    }
+    plugin_log(abi_plugin, NULL, PLUGIN_LOG_DEBUG,
+               "image %p belongs to an earlier library; not registering it again",
+               image->ImageStart);
+    return true;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_register_lib(struct tgt_bin_desc *desc)
+{
+    if (desc != NULL) {
+        atomic_store(&abi_registering, desc->HostEntriesBegin);
+        atomic_store(&abi_registering_set, true);
+    }
+    return TGT_OFFLOAD_SUCCESS;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_unregister_lib(struct tgt_bin_desc *desc)
+{
+    (void)desc;
+    abi_registration_end();
+    return TGT_OFFLOAD_SUCCESS;
+}
+
 TGT_EXPORT int32_t __tgt_rtl_is_valid_binary(void *image)
 {
+    if (abi_foreign_image(image)) {
+        return 0;
+    }
     return plugin_image_valid(abi_get(), image, NULL);
 }
 
 TGT_EXPORT int32_t __tgt_rtl_is_valid_binary_info(void *image, struct tgt_image_info *info)
 {
+    if (abi_foreign_image(image)) {
+        return 0;
+    }
     return plugin_image_valid(abi_get(), image, info ? info->Arch : NULL);
 }
 
@@ -129,6 +184,7 @@ TGT_EXPORT int64_t __tgt_rtl_init_requires(int64_t flags)
 {
     struct plugin *plugin = abi_get();
 
+    abi_registration_end();
     if (plugin != NULL) {
         plugin_set_requires(plugin, flags);
     }
@@ -139,6 +195,7 @@ TGT_EXPORT void __tgt_rtl_set_info_flag(uint32_t flags)
 {
     struct plugin *plugin = abi_get();
 
+    abi_registration_end();
     if (plugin != NULL) {
         plugin_set_info_flags(plugin, flags);
     }
@@ -159,6 +216,7 @@ TGT_EXPORT void __tgt_rtl_print_device_info(int32_t id)
 {
     struct plugin *plugin = abi_get();
 
+    abi_registration_end();
     if (plugin != NULL) {
         plugin_print_device_info(plugin, id);
     }

@@ -39,6 +39,14 @@ struct tgt_device_image {
     struct tgt_offload_entry *EntriesEnd;
 };
 
+/* __tgt_bin_desc: 32 bytes; one per registered library (executable or shared object). */
+struct tgt_bin_desc {
+    int32_t NumDeviceImages;
+    struct tgt_device_image *DeviceImages;
+    struct tgt_offload_entry *HostEntriesBegin;
+    struct tgt_offload_entry *HostEntriesEnd;
+};
+
 /* __tgt_image_info: only passed to is_valid_binary_info. */
 struct tgt_image_info {
     const char *Arch;
@@ -86,6 +94,7 @@ struct tgt_device_environment {
 
 _Static_assert(sizeof(struct tgt_offload_entry) == 32, "__tgt_offload_entry layout");
 _Static_assert(sizeof(struct tgt_device_image) == 32, "__tgt_device_image layout");
+_Static_assert(sizeof(struct tgt_bin_desc) == 32, "__tgt_bin_desc layout");
 _Static_assert(sizeof(struct tgt_target_table) == 16, "__tgt_target_table layout");
 _Static_assert(sizeof(struct tgt_async_info) == 8, "__tgt_async_info layout");
 _Static_assert(sizeof(struct tgt_kernel_args) == 104, "KernelArgsTy layout");
