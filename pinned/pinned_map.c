@@ -301,15 +301,15 @@ static tether_status_t pm_reserve(struct pinned_map *map)
 /* Index of the first entry that ends after p (the only one that can contain p). */
 static size_t pm_find(const struct pinned_map *map, uintptr_t p)
 {
-    size_t lo = 0, hi = map->n_ents;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (map->ents[mid].end <= p)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t n = map->n_ents, lo = 0;
+    if (n == 0)
+        return 0;
+    while (n > 1) { /* branch-free: ends ascend, find the first one > p */
+        size_t half = n / 2;
+        lo = map->ents[lo + half - 1].end <= p ? lo + half : lo;
+        n -= half;
     }
-    return lo;
+    return lo + (map->ents[lo].end <= p);
 }
 
 /* The entry containing p, or NULL. */
