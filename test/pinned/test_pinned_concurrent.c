@@ -347,7 +347,7 @@ static void test_republish(void)
 
 /* ---- stress --------------------------------------------------------------------------------- */
 
-enum { STRESS_THREADS = 4, STRESS_OPS = 30000, MAX_HELD = 48, SHARED_REGIONS = 8 };
+enum { STRESS_THREADS = 4, STRESS_OPS = 20000, MAX_HELD = 48, SHARED_REGIONS = 8 };
 #define REGION (16 * K)
 #define PRIVATE(t) (R + ((uintptr_t)(t) + 1) * 0x10000000)
 
