@@ -1,38 +1,67 @@
 /*
- * tether/rpc_opcodes.h - the opcodes of tether's device-to-host calls and the
- * byte layout of each built-in call, shared by the device client library
- * (rpc/device, compiled for nvptx64/amdgcn/x86_64 offload) and the host
- * server library (rpc/server).
+ * tether/rpc_opcodes.h - the opcodes of tether's device-to-host calls, the
+ * byte layout of each built-in call, and the device-side call for user
+ * opcodes.  Shared by the device client library (rpc/device, compiled for
+ * nvptx64, amdgcn and x86_64 offload), the host server library (rpc/server)
+ * and user code that adds its own opcodes.
  *
  * Freestanding: fixed-width types only, no libc; every layout is checked with
  * _Static_assert so both sides agree on every byte.  All multi-byte fields are
  * little-endian (every supported device and host is).
  *
- * Opcode ranges:
- *   0x0000 .. 0x7fff  tether's own services (this header); unknown ones get an
- *                     error answer and a diagnostic on the host
- *   0x8000 .. 0xffff  user opcodes: register a handler with
- *                     tether_rpc_register() (tether/rpc.h) and call it from the
- *                     device with tether_rpc_call() (rpc/device)
+ * OPCODES (the 32-bit opcode of an rpc/rpc.h port header)
+ *   bits 0..15   the service:
+ *     0x0000 .. 0x7fff  tether's own services (enum below); an unknown one is
+ *                       answered with TETHER_RPC_CALL_UNHANDLED and a
+ *                       diagnostic on the host
+ *     0x8000 .. 0xffff  user opcodes: tether_rpc_register() on the host
+ *                       (tether/rpc.h), tether_rpc_call() on the device
+ *   bit 16       TETHER_RPC_WIDE: one caller spreads its messages over all
+ *                lanes of the port (see MESSAGES); only clients that are not
+ *                SIMT (host threads, the x86_64 offload image) set it
+ *   bits 17..31  zero
+ *
+ * MESSAGES
+ *   Each request and each answer is one message per lane: a uint64 length
+ *   followed by that many bytes, cut into packets of the port's 64-byte lane
+ *   buffers, one rpc send/recv per packet.  Lane mode: every lane of the
+ *   call's lane mask carries its own message in its own buffer (a warp whose
+ *   lanes print together sends 32 messages per handshake).  Wide mode: the
+ *   single caller's message runs through the buffers of all lanes of the
+ *   mask in ascending lane order, so one packet carries 64 x lanes bytes and
+ *   a whole printf line usually fits in one send.  Either way a call with N
+ *   packets costs N handshakes for its longest message, and every lane takes
+ *   part in every packet (lanes with less data send padding).
+ *
+ *   Fire-and-forget calls (PRINTF, WRITE, FREE, EXIT, ABORT) end after the
+ *   request: the device closes the port without waiting for the host.
+ *   Synchronous calls (ALLOC, user opcodes) get an answer message whose first
+ *   8 bytes are struct tether_rpc_answer.
  */
 #ifndef TETHER_RPC_OPCODES_H
 #define TETHER_RPC_OPCODES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum tether_rpc_opcode {
-    TETHER_RPC_OP_NOOP = 0,   /* answers nothing; used by tests and to probe */
+    TETHER_RPC_OP_NOOP = 0,   /* empty request, empty answer (probe, tests) */
     TETHER_RPC_OP_PRINTF = 1, /* struct tether_rpc_printf_hdr + payload; no answer */
     TETHER_RPC_OP_WRITE = 2,  /* struct tether_rpc_write_hdr + bytes; no answer */
-    TETHER_RPC_OP_ALLOC = 3,  /* struct tether_rpc_alloc_req -> tether_rpc_alloc_ans */
+    TETHER_RPC_OP_ALLOC = 3,  /* struct tether_rpc_alloc_req -> answer + tether_rpc_alloc_ans */
     TETHER_RPC_OP_FREE = 4,   /* struct tether_rpc_free_req; no answer */
-    TETHER_RPC_OP_EXIT = 5,   /* struct tether_rpc_exit_req; no answer, device stops */
-    TETHER_RPC_OP_ABORT = 6,  /* no payload; no answer, device traps */
-    TETHER_RPC_OP_BUILTIN_END = 7,
+    TETHER_RPC_OP_EXIT = 5,   /* struct tether_rpc_exit_req; no answer, the host exits */
+    TETHER_RPC_OP_ABORT = 6,  /* no payload; no answer, the host aborts */
 };
 
+#define TETHER_RPC_OP_MASK 0xffffu
 #define TETHER_RPC_OP_USER_FIRST 0x8000u
 #define TETHER_RPC_OP_USER_LAST 0xffffu
+#define TETHER_RPC_WIDE 0x10000u
+
+/* Largest request or answer message the host accepts (longer ones are
+ * drained and dropped with a diagnostic; the caller gets TOO_BIG). */
+#define TETHER_RPC_MSG_MAX (64u << 20)
 
 /* Output streams of PRINTF and WRITE. */
 enum tether_rpc_stream {
@@ -55,26 +84,26 @@ struct tether_rpc_printf_hdr {
 _Static_assert(sizeof(struct tether_rpc_printf_hdr) == 16, "printf header layout");
 #define TETHER_RPC_PRINTF_NULL 0xffffffffu
 
-/* WRITE (puts, fputs, fwrite to stdout/stderr): the header, then `len` bytes. */
+/* WRITE (puts, fputs, fwrite to stdout/stderr): the header, then the bytes. */
 struct tether_rpc_write_hdr {
     uint32_t stream;  /* enum tether_rpc_stream */
     uint32_t newline; /* 1: append '\n' (puts) */
-    uint64_t len;
 };
-_Static_assert(sizeof(struct tether_rpc_write_hdr) == 16, "write header layout");
+_Static_assert(sizeof(struct tether_rpc_write_hdr) == 8, "write header layout");
 
-/* ALLOC: ask for at least `size` bytes of device memory (a heap chunk). */
+/* ALLOC: ask for `size` bytes of device memory aligned to `align` (a power
+ * of two, at most 2 MiB). */
 struct tether_rpc_alloc_req {
     uint64_t size;
+    uint64_t align;
 };
 struct tether_rpc_alloc_ans {
-    uint64_t ptr;  /* device address, 0 on failure */
-    uint64_t size; /* bytes actually granted (>= requested), 0 on failure */
+    uint64_t ptr; /* device address, 0 on failure */
 };
-_Static_assert(sizeof(struct tether_rpc_alloc_req) == 8, "alloc request layout");
-_Static_assert(sizeof(struct tether_rpc_alloc_ans) == 16, "alloc answer layout");
+_Static_assert(sizeof(struct tether_rpc_alloc_req) == 16, "alloc request layout");
+_Static_assert(sizeof(struct tether_rpc_alloc_ans) == 8, "alloc answer layout");
 
-/* FREE: give a chunk obtained from ALLOC back to the host. */
+/* FREE: give memory obtained from ALLOC back to the host. */
 struct tether_rpc_free_req {
     uint64_t ptr;
 };
@@ -87,12 +116,38 @@ struct tether_rpc_exit_req {
 };
 _Static_assert(sizeof(struct tether_rpc_exit_req) == 8, "exit request layout");
 
-/* Status of a call as the device sees it (answers of synchronous calls). */
+/* Status of a synchronous call as the device sees it. */
 enum tether_rpc_call_status {
     TETHER_RPC_CALL_OK = 0,
     TETHER_RPC_CALL_UNHANDLED = 1, /* no handler for the opcode */
     TETHER_RPC_CALL_ERROR = 2,     /* the handler failed */
-    TETHER_RPC_CALL_TOO_BIG = 3,   /* request or answer larger than allowed */
+    TETHER_RPC_CALL_TOO_BIG = 3,   /* request larger than TETHER_RPC_MSG_MAX */
+    TETHER_RPC_CALL_NO_SERVER = 4, /* device side: no server attached to this image */
 };
+
+/* First 8 bytes of every answer message; the handler's bytes follow. */
+struct tether_rpc_answer {
+    uint32_t status; /* enum tether_rpc_call_status */
+    uint32_t reserved;
+};
+_Static_assert(sizeof(struct tether_rpc_answer) == 8, "answer layout");
+
+/*
+ * Device side (libtether-device.a), callable from OpenMP target regions:
+ * calls user opcode `opcode` (TETHER_RPC_OP_USER_FIRST..LAST) with in_size
+ * bytes at `in`; the host handler's answer is copied to `out`, at most
+ * out_size bytes (the rest is dropped).  Blocks until the host answered.
+ * Returns the answer's length (possibly > out_size) on success, or the
+ * negated enum tether_rpc_call_status on failure.  Each calling thread (GPU
+ * lane) makes its own call; lanes of a warp calling together share one port.
+ */
+#if defined(_OPENMP)
+#pragma omp declare target
+#endif
+int64_t tether_rpc_call(uint32_t opcode, const void *in, uint64_t in_size, void *out,
+                        uint64_t out_size);
+#if defined(_OPENMP)
+#pragma omp end declare target
+#endif
 
 #endif /* TETHER_RPC_OPCODES_H */

@@ -1,0 +1,269 @@
+/*
+ * rpc/device/device_arch.h - the few target-specific operations the device
+ * library needs beyond rpc/rpc_arch.h: the active lane mask, a spreading hint
+ * for port scans, and atomics with explicit ordering on ordinary memory (the
+ * allocator's state).
+ *
+ * Why not __atomic_* everywhere: clang-16's NVPTX backend cannot select
+ * atomic loads or stores ("Cannot select: AtomicLoad") and emits plain
+ * `atom.global` for read-modify-writes whatever the ordering asked for, so
+ * on nvptx loads and stores are volatile and ordering comes from explicit
+ * fences (membar.gl: device scope, enough for memory only this GPU uses).
+ * On amdgcn and the host the __atomic builtins do what they say (and
+ * ThreadSanitizer understands them, which it does not for lone fences).
+ *
+ * All functions are static inline; include inside `#pragma omp declare
+ * target` for device code.  Freestanding.
+ */
+#ifndef TETHER_DEVICE_ARCH_H
+#define TETHER_DEVICE_ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../rpc_arch.h"
+
+/* Device code of the library sits between these (no-ops in a plain host
+ * build such as the host-thread tests). */
+#if defined(_OPENMP)
+#define DEV_BEGIN _Pragma("omp begin declare target")
+#define DEV_END _Pragma("omp end declare target")
+#else
+#define DEV_BEGIN
+#define DEV_END
+#endif
+
+/* The lanes executing this call together (host: one thread = lane 0). */
+static inline uint64_t dev_active_mask(void)
+{
+#if defined(RPC_ARCH_NVPTX)
+    uint32_t mask;
+    __asm__ volatile("activemask.b32 %0;" : "=r"(mask));
+    return mask;
+#elif defined(RPC_ARCH_AMDGCN)
+    return __builtin_amdgcn_read_exec();
+#else
+    return 1;
+#endif
+}
+
+/* Lanes of `mask` (all executing this call) for which `pred` holds. */
+static inline uint64_t dev_ballot(uint64_t mask, bool pred)
+{
+#if defined(RPC_ARCH_NVPTX)
+    return __nvvm_vote_ballot_sync((uint32_t)mask, pred);
+#elif defined(RPC_ARCH_AMDGCN)
+    return __builtin_amdgcn_ballot_w64(pred) & mask;
+#else
+    return pred ? mask : 0;
+#endif
+}
+
+/* `value` of the lowest lane of `mask`, on every lane of `mask`. */
+static inline uint32_t dev_broadcast(uint64_t mask, uint32_t value)
+{
+#if defined(RPC_ARCH_NVPTX)
+    return (uint32_t)__nvvm_shfl_sync_idx_i32((uint32_t)mask, (int)value,
+                                              (int)__builtin_ctzll(mask), 31);
+#elif defined(RPC_ARCH_AMDGCN)
+    (void)mask;
+    return __builtin_amdgcn_readfirstlane(value);
+#else
+    (void)mask;
+    return value;
+#endif
+}
+
+/* A number that stays the same for all calls of one caller (GPU: its warp in
+ * the grid; host: its thread) and differs between concurrent callers: its
+ * home port, which keeps its calls in order (see device_client.c). */
+static inline uint32_t dev_caller_id(void)
+{
+#if defined(RPC_ARCH_NVPTX)
+    uint32_t warps = (__nvvm_read_ptx_sreg_ntid_x() + 31u) / 32u;
+    return __nvvm_read_ptx_sreg_ctaid_x() * warps + __nvvm_read_ptx_sreg_tid_x() / 32u;
+#elif defined(RPC_ARCH_AMDGCN)
+    uint32_t waves = (__builtin_amdgcn_workgroup_size_x() + 63u) / 64u;
+    return __builtin_amdgcn_workgroup_id_x() * waves + __builtin_amdgcn_workitem_id_x() / 64u;
+#else
+    static _Thread_local char anchor;
+    uintptr_t p = (uintptr_t)&anchor;
+    uint64_t h = (uint64_t)p * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 32);
+#endif
+}
+
+#if defined(RPC_ARCH_NVPTX)
+#define DEV_FENCE_() __nvvm_membar_gl()
+#elif defined(RPC_ARCH_AMDGCN)
+#define DEV_FENCE_() __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent")
+#endif
+
+static inline uint64_t dev_load_acquire64(const uint64_t *p)
+{
+#if defined(RPC_ARCH_NVPTX)
+    uint64_t v = *(const volatile uint64_t *)p;
+    DEV_FENCE_();
+    return v;
+#else
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+static inline uint32_t dev_load_relaxed32(const uint32_t *p)
+{
+#if defined(RPC_ARCH_NVPTX)
+    return *(const volatile uint32_t *)p;
+#else
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+static inline uint64_t dev_load_relaxed64(const uint64_t *p)
+{
+#if defined(RPC_ARCH_NVPTX)
+    return *(const volatile uint64_t *)p;
+#else
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+static inline uint32_t dev_load_acquire32(const uint32_t *p)
+{
+#if defined(RPC_ARCH_NVPTX)
+    uint32_t v = *(const volatile uint32_t *)p;
+    DEV_FENCE_();
+    return v;
+#else
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+static inline int32_t dev_load_relaxed_i32(const int32_t *p)
+{
+#if defined(RPC_ARCH_NVPTX)
+    return *(const volatile int32_t *)p;
+#else
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+static inline void dev_store_relaxed32(uint32_t *p, uint32_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    *(volatile uint32_t *)p = v;
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+static inline void dev_store_release32(uint32_t *p, uint32_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    *(volatile uint32_t *)p = v;
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+static inline uint32_t dev_exchange32(uint32_t *p, uint32_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    uint32_t r = __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+    DEV_FENCE_();
+    return r;
+#else
+    return __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+static inline bool dev_cas32(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    bool ok = __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED);
+    DEV_FENCE_();
+    return ok;
+#else
+    return __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE);
+#endif
+}
+
+static inline void dev_store_release64(uint64_t *p, uint64_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    *(volatile uint64_t *)p = v;
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/* Read-modify-writes with acquire-release ordering. */
+static inline uint64_t dev_fetch_add64(uint64_t *p, uint64_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    uint64_t r = __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    DEV_FENCE_();
+    return r;
+#else
+    return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+static inline int32_t dev_fetch_add32(int32_t *p, int32_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    int32_t r = __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    DEV_FENCE_();
+    return r;
+#else
+    return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+static inline uint32_t dev_fetch_or32(uint32_t *p, uint32_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    uint32_t r = __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+    DEV_FENCE_();
+    return r;
+#else
+    return __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+static inline uint32_t dev_fetch_and32(uint32_t *p, uint32_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    uint32_t r = __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
+    DEV_FENCE_();
+    return r;
+#else
+    return __atomic_fetch_and(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+static inline bool dev_cas64(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+#if defined(RPC_ARCH_NVPTX)
+    DEV_FENCE_();
+    bool ok = __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED);
+    DEV_FENCE_();
+    return ok;
+#else
+    return __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE);
+#endif
+}
+
+#endif /* TETHER_DEVICE_ARCH_H */

@@ -1,0 +1,241 @@
+/*
+ * rpc/device/device_client.c - the device global `__tether_rpc_client` and
+ * the call layer: messages cut into 64-byte packets over rpc/rpc.h ports
+ * (framing: tether/rpc_opcodes.h, MESSAGES), and tether_rpc_call() for user
+ * opcodes.
+ *
+ * SIMT targets: every lane of the calling group runs this code with its own
+ * message; lanes that call with different opcodes at the same time are split
+ * into one port per opcode.  Host-like targets (x86_64 offload, host tests):
+ * one thread per call, spread over all lanes of its port ("wide"), and a
+ * doorbell that wakes the server at once.
+ */
+#include "device_internal.h"
+
+#if defined(RPC_ARCH_HOST)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+DEV_BEGIN
+
+/* Filled in by the host (tether_rpc_server_client_bytes) before the first
+ * kernel; zero (no server) until then. */
+struct tether_rpc_device_client __tether_rpc_client;
+
+struct tether_rpc_device_client *tether_device_client(void)
+{
+    struct tether_rpc_device_client *c = &__tether_rpc_client;
+    if (c->magic != TETHER_RPC_CLIENT_MAGIC || c->version != TETHER_RPC_CLIENT_VERSION)
+        return NULL;
+    return c;
+}
+
+static void dev_copy(void *dst, const void *src, uint64_t n)
+{
+    if (n != 0)
+        __builtin_memcpy(dst, src, n);
+}
+
+/* ---- sending ------------------------------------------------------------------------------ */
+
+/* Sender state of one message: the stream [u64 length][iov pieces]. */
+struct dev_tx {
+    const struct dev_iov *iov;
+    uint32_t niov;
+    uint32_t i;    /* current piece */
+    uint64_t off;  /* offset in the current piece */
+    uint64_t len;  /* payload bytes */
+    uint64_t sent; /* stream bytes handed over so far */
+};
+
+/* Fills the next 64 bytes of the stream (called once per lane buffer, in
+ * ascending lane order for wide calls). */
+static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    struct dev_tx *tx = (struct dev_tx *)arg;
+    unsigned char *dst = (unsigned char *)buffer->data;
+    uint64_t n = 0;
+    (void)lane;
+    if (tx->sent >= 8 + tx->len)
+        return;
+    if (tx->sent == 0) {
+        dev_copy(dst, &tx->len, 8);
+        n = 8;
+    }
+    while (n < RPC_BUFFER_SIZE && tx->i < tx->niov) {
+        const struct dev_iov *v = &tx->iov[tx->i];
+        uint64_t k = v->len - tx->off;
+        if (k > RPC_BUFFER_SIZE - n)
+            k = RPC_BUFFER_SIZE - n;
+        dev_copy(dst + n, (const unsigned char *)v->base + tx->off, k);
+        n += k;
+        tx->off += k;
+        if (tx->off == v->len) {
+            tx->i++;
+            tx->off = 0;
+        }
+    }
+    tx->sent += RPC_BUFFER_SIZE;
+}
+
+/* ---- receiving ---------------------------------------------------------------------------- */
+
+/* Receiver state of one answer: [u64 length][struct tether_rpc_answer][bytes]. */
+struct dev_rx {
+    unsigned char *dst;
+    uint64_t cap;
+    uint64_t len; /* answer length (header included), known after packet 0 */
+    uint64_t got; /* stream bytes received */
+    unsigned char head[16];
+};
+
+static void rx_use(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    struct dev_rx *rx = (struct dev_rx *)arg;
+    const unsigned char *src = (const unsigned char *)buffer->data;
+    (void)lane;
+    if (rx->got > 0 && rx->got >= 8 + rx->len)
+        return;
+    for (uint64_t k = 0; k < RPC_BUFFER_SIZE; k++) {
+        uint64_t s = rx->got + k; /* stream offset */
+        if (s < 16) {
+            rx->head[s] = src[k];
+            if (s == 7)
+                dev_copy(&rx->len, rx->head, 8);
+        } else if (s - 8 < rx->len) {
+            uint64_t d = s - 16;
+            if (d < rx->cap)
+                rx->dst[d] = src[k];
+        } else {
+            break;
+        }
+    }
+    rx->got += RPC_BUFFER_SIZE;
+}
+
+/* ---- doorbell ----------------------------------------------------------------------------- */
+
+static void dev_ring(const struct tether_rpc_device_client *c)
+{
+#if defined(RPC_ARCH_HOST)
+    if (c->doorbell == 0)
+        return;
+    struct tether_rpc_doorbell *bell = (struct tether_rpc_doorbell *)(uintptr_t)c->doorbell;
+    __atomic_fetch_add(&bell->seq, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&bell->sleepers, __ATOMIC_SEQ_CST) != 0)
+        syscall(SYS_futex, &bell->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+    (void)c;
+#endif
+}
+
+/* ---- calls -------------------------------------------------------------------------------- */
+
+/*
+ * Opens the caller's home port, waiting while it is busy.  One caller's calls
+ * thus share one port, and a port carries one call at a time: a call starts
+ * only after the server finished (and printed) the previous one, so the
+ * output of fire-and-forget calls keeps the caller's order.  rpc.h opens the
+ * first free port from a hint; a different port is closed again at once
+ * (nothing was sent on it, the server never sees it).
+ */
+static rpc_port_t dev_open_home(struct tether_rpc_device_client *c, uint32_t opcode, uint64_t mask)
+{
+    uint32_t home = dev_broadcast(mask, dev_caller_id()) % c->client.process.ports;
+    uint32_t spins = 0;
+    rpc_port_t port;
+    for (;;) {
+        if (rpc_client_try_open(&c->client, opcode, mask, home, &port)) {
+            if (rpc_port_index(&port) == home)
+                return port;
+            rpc_client_close(&c->client, &port);
+        }
+        rpc_arch_backoff(&spins);
+    }
+}
+
+static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, uint64_t mask,
+                          const struct dev_iov *iov, uint32_t niov, bool answer, void *dst,
+                          uint64_t cap, uint64_t *len_p, uint32_t *status_p)
+{
+    struct dev_tx tx = {iov, niov, 0, 0, 0, 0};
+    for (uint32_t k = 0; k < niov; k++)
+        tx.len += iov[k].len;
+
+    rpc_port_t port = dev_open_home(c, opcode, mask);
+    bool first = true;
+    do {
+        rpc_client_send(&c->client, &port, tx_fill, &tx);
+        if (first) {
+            dev_ring(c);
+            first = false;
+        }
+    } while (rpc_arch_any(mask, tx.sent < 8 + tx.len));
+
+    if (answer) {
+        struct dev_rx rx;
+        rx.dst = (unsigned char *)dst;
+        rx.cap = cap;
+        rx.len = 0;
+        rx.got = 0;
+        do {
+            rpc_client_recv(&c->client, &port, rx_use, &rx);
+        } while (rpc_arch_any(mask, rx.got < 8 + rx.len));
+        struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
+        if (rx.len >= sizeof ans)
+            dev_copy(&ans, rx.head + 8, sizeof ans);
+        *status_p = ans.status;
+        *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
+    }
+    rpc_client_close(&c->client, &port);
+}
+
+bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
+                        void *dst, uint64_t cap, uint64_t *len_p, uint32_t *status_p)
+{
+    struct tether_rpc_device_client *c = tether_device_client();
+    if (c == NULL)
+        return false;
+#if RPC_ARCH_SIMT
+    /* Lanes calling together with different opcodes take one port per opcode. */
+    uint64_t remaining = dev_active_mask();
+    for (;;) {
+        uint32_t lead = dev_broadcast(remaining, opcode);
+        uint64_t group = dev_ballot(remaining, opcode == lead);
+        if (opcode == lead) {
+            dev_call_port(c, opcode, group, iov, niov, answer, dst, cap, len_p, status_p);
+            return true;
+        }
+        remaining &= ~group;
+    }
+#else
+    uint64_t mask = 1;
+    if (c->flags & TETHER_RPC_CLIENT_WIDE) {
+        uint32_t lanes = c->client.process.lanes;
+        mask = lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << lanes) - 1);
+        opcode |= TETHER_RPC_WIDE;
+    }
+    dev_call_port(c, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p);
+    return true;
+#endif
+}
+
+int64_t tether_rpc_call(uint32_t opcode, const void *in, uint64_t in_size, void *out,
+                        uint64_t out_size)
+{
+    if (opcode < TETHER_RPC_OP_USER_FIRST || opcode > TETHER_RPC_OP_USER_LAST)
+        return -(int64_t)TETHER_RPC_CALL_UNHANDLED;
+    struct dev_iov iov = {in, in == (const void *)0 ? 0 : in_size};
+    uint64_t len = 0;
+    uint32_t status = TETHER_RPC_CALL_ERROR;
+    if (!tether_device_call(opcode, &iov, 1, true, out, out == (void *)0 ? 0 : out_size, &len,
+                            &status))
+        return -(int64_t)TETHER_RPC_CALL_NO_SERVER;
+    if (status != TETHER_RPC_CALL_OK)
+        return -(int64_t)status;
+    return (int64_t)len;
+}
+
+DEV_END

@@ -1,0 +1,72 @@
+/*
+ * rpc/device/device_client.h - the device global `__tether_rpc_client` that
+ * connects a device image to its host server, and the message layer both
+ * sides build on rpc/rpc.h (framing in tether/rpc_opcodes.h, MESSAGES).
+ *
+ * Role: the host server (rpc/server) fills a struct tether_rpc_device_client
+ * with device addresses (tether_rpc_server_client_bytes) and the plugin copies
+ * it into the image's global `__tether_rpc_client` before the first kernel
+ * runs.  Until then `magic` is 0 and every device call fails fast (printf
+ * returns -1, malloc NULL) instead of hanging.  The same header compiles for
+ * the host (server, tests) and inside `#pragma omp declare target` for the
+ * device library, so the layout is one definition; _Static_assert pins it.
+ *
+ * Invariants: the lock bitmap used by the device side is `locks` inside the
+ * global itself (zeroed by the copy), so nothing else must be allocated for
+ * the client; `ports` is at most TETHER_RPC_DEVICE_PORTS_MAX.  Hence one
+ * server per image: two images (two globals, two lock bitmaps) must not share
+ * one region.
+ *
+ * Thread safety: after the copy the struct is read-only for the device,
+ * except `locks`, which rpc.h updates atomically.
+ */
+#ifndef TETHER_DEVICE_CLIENT_H
+#define TETHER_DEVICE_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../rpc.h"
+#include "tether/rpc_opcodes.h"
+
+#define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
+#define TETHER_RPC_CLIENT_VERSION 1u
+#define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
+#define TETHER_RPC_DEVICE_PORTS_MAX 16384u
+
+/* Flags of struct tether_rpc_device_client. */
+#define TETHER_RPC_CLIENT_WIDE 0x1u /* the client is a host thread: use wide calls */
+
+struct tether_rpc_device_client {
+    uint32_t magic;   /* TETHER_RPC_CLIENT_MAGIC once the host filled it in */
+    uint32_t version; /* TETHER_RPC_CLIENT_VERSION */
+    uint32_t flags;   /* TETHER_RPC_CLIENT_* */
+    uint32_t device_id;
+    /* Host address of the server's struct tether_rpc_doorbell (host offload
+     * only: the client bumps seq and wakes a sleeping server), else 0. */
+    uint64_t doorbell;
+    uint64_t reserved[5];
+    struct rpc_client client; /* device addresses; locks point at `locks` */
+    rpc_word_t locks[TETHER_RPC_DEVICE_PORTS_MAX / 32];
+};
+
+_Static_assert(offsetof(struct tether_rpc_device_client, client) == 64, "client layout");
+
+/* The doorbell of host clients: a client bumps `seq` after its first packet
+ * and, if `sleepers` is non-zero, wakes the server with FUTEX_WAKE_PRIVATE on
+ * `seq` (same process). */
+struct tether_rpc_doorbell {
+    uint32_t seq;
+    uint32_t sleepers;
+};
+_Static_assert(sizeof(struct tether_rpc_device_client) == 128 + TETHER_RPC_DEVICE_PORTS_MAX / 8,
+               "client layout");
+
+/* Packets of a message of `len` bytes when each packet carries `per_packet`
+ * bytes of the stream [u64 length][bytes]. */
+static inline uint64_t tether_msg_packets(uint64_t len, uint64_t per_packet)
+{
+    return (len + 8 + per_packet - 1) / per_packet;
+}
+
+#endif /* TETHER_DEVICE_CLIENT_H */

@@ -1,0 +1,64 @@
+/*
+ * rpc/device/device_internal.h - what the parts of the device library share:
+ * the call layer (device_client.c) used by stdio (device_stdio.c) and the
+ * heap (device_malloc.c), and the tether_device_* entry points the libc
+ * overrides (device_libc.c) forward to.
+ *
+ * The tether_device_* functions are the library proper: in a plain host
+ * build (the host-thread tests) they are called directly, and nothing
+ * replaces printf/malloc/free of the test program.
+ */
+#ifndef TETHER_DEVICE_INTERNAL_H
+#define TETHER_DEVICE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device_arch.h"
+#include "device_client.h"
+
+DEV_BEGIN
+
+/* One piece of a request. */
+struct dev_iov {
+    const void *base;
+    uint64_t len;
+};
+
+/* The client of this image, or NULL while no server is attached. */
+struct tether_rpc_device_client *tether_device_client(void);
+
+/*
+ * Makes one call: opens a port for the lanes calling together, sends the
+ * request (the iov pieces back to back), and if `answer` is true receives the
+ * answer: its status goes to *status_p, its bytes (at most cap) to dst, its
+ * length to *len_p.  Fire-and-forget calls (answer false) return once the
+ * last packet is handed over.  Returns false when no server is attached.
+ */
+bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
+                        void *dst, uint64_t cap, uint64_t *len_p, uint32_t *status_p);
+
+/* Library entry points (device_stdio.c, device_malloc.c). */
+int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *args,
+                                uint64_t args_len);
+int tether_device_vprintf_cuda(const char *fmt, const void *args);
+int tether_device_write(uint32_t stream, const void *bytes, uint64_t n, bool newline);
+void tether_device_exit(int status) __attribute__((noreturn));
+void tether_device_abort(void) __attribute__((noreturn));
+void *tether_device_malloc(uint64_t size);
+void *tether_device_aligned_alloc(uint64_t align, uint64_t size);
+void tether_device_free(void *ptr);
+void *tether_device_calloc(uint64_t n, uint64_t size);
+void *tether_device_realloc(void *ptr, uint64_t size);
+
+#if !RPC_ARCH_SIMT
+/* Host-like targets only (va_list): packs the arguments the way clang packs
+ * them for a GPU and sends the call. */
+int tether_device_vprintf(uint32_t stream, const char *fmt, va_list ap);
+#endif
+
+DEV_END
+
+#endif /* TETHER_DEVICE_INTERNAL_H */

@@ -1,0 +1,261 @@
+/*
+ * rpc/device/device_libc.c - the C library names device code calls, routed
+ * to the library (compiled into libtether-device.a only, never into a plain
+ * host build).
+ *
+ * NVIDIA: clang-16 lowers printf in target regions to the device runtime's
+ * __llvm_omp_vprintf, which calls CUDA's `vprintf(fmt, argbuf)`; nvlink binds
+ * that, `malloc` and `free` to the definitions here instead of the driver's.
+ * Also defined: calloc, realloc, aligned_alloc, puts, exit, abort.
+ * AMD (clang-16): printf ends in the device runtime (it returns -1 there and
+ * cannot be replaced); malloc/free/calloc/realloc/puts/exit/abort are ours.
+ * x86_64 offload: the image is a shared object linked -Bsymbolic, so these
+ * definitions bind the image's own calls and the host program keeps libc's.
+ * printf-family and stdio writes to stdout/stderr go through the server, so
+ * their order with other device output is kept; other streams, and every
+ * call made while no server is attached, go to libc (found with
+ * dlsym(RTLD_NEXT)), and malloc falls back to libc's heap then.
+ */
+#include "device_internal.h"
+
+#if !RPC_ARCH_SIMT
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#endif
+
+DEV_BEGIN
+
+#if RPC_ARCH_SIMT
+
+#if defined(RPC_ARCH_NVPTX)
+int vprintf(const char *fmt, void *args);
+int vprintf(const char *fmt, void *args)
+{
+    return tether_device_vprintf_cuda(fmt, args);
+}
+#endif
+
+void *malloc(size_t size);
+void free(void *ptr);
+void *calloc(size_t n, size_t size);
+void *realloc(void *ptr, size_t size);
+void *aligned_alloc(size_t align, size_t size);
+int puts(const char *s);
+void exit(int status) __attribute__((noreturn));
+void abort(void) __attribute__((noreturn));
+
+void *malloc(size_t size)
+{
+    return tether_device_malloc(size);
+}
+
+void free(void *ptr)
+{
+    tether_device_free(ptr);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    return tether_device_calloc(n, size);
+}
+
+void *realloc(void *ptr, size_t size)
+{
+    return tether_device_realloc(ptr, size);
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+    return tether_device_aligned_alloc(align, size);
+}
+
+int puts(const char *s)
+{
+    uint64_t n = 0;
+    while (s[n] != '\0')
+        n++;
+    return tether_device_write(TETHER_RPC_STDOUT, s, n, true);
+}
+
+void exit(int status)
+{
+    tether_device_exit(status);
+}
+
+void abort(void)
+{
+    tether_device_abort();
+}
+
+#else /* x86_64 offload image */
+
+static void *next_sym(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
+static uint32_t stream_id(FILE *f)
+{
+    if (f == stdout)
+        return TETHER_RPC_STDOUT;
+    if (f == stderr)
+        return TETHER_RPC_STDERR;
+    return 0;
+}
+
+static bool attached(void)
+{
+    return tether_device_client() != NULL;
+}
+
+int vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+    uint32_t id = stream_id(f);
+    if (id != 0 && attached())
+        return tether_device_vprintf(id, fmt, ap);
+    int (*real)(FILE *, const char *, va_list) =
+        (int (*)(FILE *, const char *, va_list))next_sym("vfprintf");
+    return real != NULL ? real(f, fmt, ap) : -1;
+}
+
+int vprintf(const char *fmt, va_list ap)
+{
+    return vfprintf(stdout, fmt, ap);
+}
+
+int printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+int fprintf(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vfprintf(f, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+size_t fwrite(const void *ptr, size_t size, size_t n, FILE *f)
+{
+    uint32_t id = stream_id(f);
+    if (id != 0 && attached()) {
+        if (size != 0 && n > SIZE_MAX / size)
+            return 0;
+        return tether_device_write(id, ptr, size * n, false) < 0 ? 0 : n;
+    }
+    size_t (*real)(const void *, size_t, size_t, FILE *) =
+        (size_t(*)(const void *, size_t, size_t, FILE *))next_sym("fwrite");
+    return real != NULL ? real(ptr, size, n, f) : 0;
+}
+
+int fputs(const char *s, FILE *f)
+{
+    uint32_t id = stream_id(f);
+    if (id != 0 && attached())
+        return tether_device_write(id, s, strlen(s), false) < 0 ? EOF : 0;
+    int (*real)(const char *, FILE *) = (int (*)(const char *, FILE *))next_sym("fputs");
+    return real != NULL ? real(s, f) : EOF;
+}
+
+int puts(const char *s)
+{
+    if (attached())
+        return tether_device_write(TETHER_RPC_STDOUT, s, strlen(s), true) < 0 ? EOF : 0;
+    int (*real)(const char *) = (int (*)(const char *))next_sym("puts");
+    return real != NULL ? real(s) : EOF;
+}
+
+int fputc(int c, FILE *f)
+{
+    uint32_t id = stream_id(f);
+    if (id != 0 && attached()) {
+        unsigned char b = (unsigned char)c;
+        return tether_device_write(id, &b, 1, false) < 0 ? EOF : b;
+    }
+    int (*real)(int, FILE *) = (int (*)(int, FILE *))next_sym("fputc");
+    return real != NULL ? real(c, f) : EOF;
+}
+
+int putc(int c, FILE *f)
+{
+    return fputc(c, f);
+}
+
+int putchar(int c)
+{
+    return fputc(c, stdout);
+}
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_memalign(size_t, size_t);
+
+void *malloc(size_t size)
+{
+    return attached() ? tether_device_malloc(size) : __libc_malloc(size);
+}
+
+void free(void *ptr)
+{
+    tether_device_free(ptr); /* pointers from libc's heap go back to libc */
+}
+
+void *calloc(size_t n, size_t size)
+{
+    return attached() ? tether_device_calloc(n, size) : __libc_calloc(n, size);
+}
+
+void *realloc(void *ptr, size_t size)
+{
+    if (!attached() && ptr == NULL)
+        return __libc_malloc(size);
+    return tether_device_realloc(ptr, size);
+}
+
+void *aligned_alloc(size_t align, size_t size)
+{
+    return attached() ? tether_device_aligned_alloc(align, size) : __libc_memalign(align, size);
+}
+
+int posix_memalign(void **ptr_p, size_t align, size_t size)
+{
+    if (align < sizeof(void *) || (align & (align - 1)) != 0)
+        return 22; /* EINVAL */
+    void *p = aligned_alloc(align, size);
+    if (p == NULL)
+        return 12; /* ENOMEM */
+    *ptr_p = p;
+    return 0;
+}
+
+void exit(int status)
+{
+    if (attached())
+        tether_device_exit(status);
+    void (*real)(int) = (void (*)(int))next_sym("exit");
+    if (real != NULL)
+        real(status);
+    _Exit(status);
+}
+
+void abort(void)
+{
+    if (attached())
+        tether_device_abort();
+    void (*real)(void) = (void (*)(void))next_sym("abort");
+    if (real != NULL)
+        real();
+    _Exit(134);
+}
+
+#endif
+
+DEV_END

@@ -1,0 +1,545 @@
+/*
+ * rpc/device/device_malloc.c - the device heap: malloc/free without a host
+ * round trip in the common case, refilled in large chunks through RPC.
+ *
+ * Memory comes from the host (TETHER_RPC_OP_ALLOC) as chunks of 8 MiB,
+ * doubling up to 256 MiB, carved into 64 KiB units:
+ *   small  (<= 8 KiB): 18 size classes; a slab is one unit with a header, a
+ *          bitmap of used blocks and a free count.  Allocation reserves a
+ *          block by decrementing the free count, then claims a bit: no locks,
+ *          no ABA.  Slabs of a class form an append-only list; a hint points
+ *          at one that recently had room (set again when a free makes room).
+ *   medium (<= 1 MiB): spans of 1..16 units (power of two) with a header;
+ *          freed spans go on a per-size stack whose head carries a 16-bit tag
+ *          in the low bits (spans are 64 KiB aligned), so pops are ABA-safe.
+ *   large  (> 1 MiB): one ALLOC call each, FREE gives it back to the host.
+ * Every chunk and large block is listed in a region table, so free() checks
+ * that a pointer is ours before it reads a header (host offload: a pointer
+ * from libc's malloc, e.g. from strdup, goes to libc's free).  Memory is
+ * reused, never returned before the server shuts down, and the heap is not
+ * limited by a fixed size: it grows while the host grants chunks.
+ *
+ * Known limit: refilling a chunk takes a try-lock; the other threads that
+ * need a chunk at that moment wait for it.  Correct on NVIDIA sm_70+
+ * (independent thread scheduling) and on the host; on AMD, lanes of the
+ * waiting wave could starve the lock holder of the same wave.
+ */
+#include "device_internal.h"
+
+#if !RPC_ARCH_SIMT
+#include <stdlib.h>
+#include <string.h>
+extern void __libc_free(void *);
+extern void *__libc_realloc(void *, size_t);
+#endif
+
+#define UNIT_SHIFT 16
+#define UNIT (1ull << UNIT_SHIFT)
+#define SMALL_MAX 8192u
+#define NCLASSES 18
+#define NBUCKETS 5 /* spans of 1, 2, 4, 8, 16 units */
+#define SPAN_MAX (16 * UNIT)
+#define HDR 64u /* span/large header; user data starts at `offset` >= HDR */
+#define CHUNK_FIRST (8ull << 20)
+#define CHUNK_MAX (256ull << 20)
+#define NREGIONS 1024
+#define MAGIC 0x70616568u /* "heap" */
+
+enum { KIND_SLAB = 1, KIND_SPAN = 2, KIND_LARGE = 3 };
+enum { REG_FREE = 0, REG_BUSY = 1, REG_LIVE = 2, REG_DEAD = 3 };
+
+DEV_BEGIN
+
+static const uint32_t class_size[NCLASSES] = {16,  32,  48,   64,   96,   128,  192,  256,  384,
+                                              512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
+
+/* Header at the start of every slab, span and large block (64 KiB aligned). */
+struct dev_block_hdr {
+    uint32_t magic;
+    uint32_t kind;
+    uint32_t cls;     /* slab: class; span: bucket */
+    uint32_t block;   /* slab: block size */
+    uint32_t nblocks; /* slab */
+    int32_t nfree;    /* slab: blocks not reserved */
+    uint32_t first;   /* slab: offset of block 0; span/large: offset of the user data */
+    uint32_t hint;    /* slab: bitmap word to scan first */
+    uint64_t next;    /* slab: next slab of the class; span: next free span */
+    uint64_t size;    /* span/large: bytes from the header to the end */
+    uint64_t reserved[2];
+    /* slab: the bitmap of used blocks follows (slab_bitmap) */
+};
+_Static_assert(sizeof(struct dev_block_hdr) == 64, "block header");
+
+/* The bitmap after a slab header (not a flexible array member: clang-16's
+ * OpenMP device compile rejects indexing those). */
+static uint32_t *slab_bitmap(struct dev_block_hdr *s)
+{
+    return (uint32_t *)(s + 1);
+}
+
+struct dev_region {
+    uint64_t base;
+    uint64_t size;
+    uint64_t used; /* chunk: units carved */
+    uint32_t state;
+    uint32_t kind; /* KIND_SLAB (a chunk) or KIND_LARGE */
+};
+
+struct dev_heap {
+    uint64_t nregions;    /* slots ever used */
+    uint64_t cur;         /* region index + 1 of the chunk being carved, 0: none */
+    uint32_t refill_lock; /* 1 while a thread asks the host for a chunk */
+    uint32_t pad;
+    uint64_t next_chunk; /* size of the next chunk, 0: CHUNK_FIRST */
+    uint64_t class_head[NCLASSES];
+    uint64_t class_hint[NCLASSES];
+    uint64_t span_free[NBUCKETS]; /* tagged stack heads */
+    struct dev_region regions[NREGIONS];
+};
+
+static struct dev_heap dev_heap;
+
+/* ---- host calls ---------------------------------------------------------------------------- */
+
+static uint64_t host_alloc(uint64_t size, uint64_t align)
+{
+    struct tether_rpc_alloc_req req = {size, align};
+    struct tether_rpc_alloc_ans ans = {0};
+    struct dev_iov iov = {&req, sizeof req};
+    uint64_t len = 0;
+    uint32_t status = TETHER_RPC_CALL_ERROR;
+    if (!tether_device_call(TETHER_RPC_OP_ALLOC, &iov, 1, true, &ans, sizeof ans, &len, &status))
+        return 0;
+    if (status != TETHER_RPC_CALL_OK || len != sizeof ans || ans.ptr % align != 0)
+        return 0;
+    return ans.ptr;
+}
+
+static void host_free(uint64_t ptr)
+{
+    struct tether_rpc_free_req req = {ptr};
+    struct dev_iov iov = {&req, sizeof req};
+    tether_device_call(TETHER_RPC_OP_FREE, &iov, 1, false, (void *)0, 0, (uint64_t *)0,
+                       (uint32_t *)0);
+}
+
+/* ---- regions -------------------------------------------------------------------------------- */
+
+static struct dev_region *region_add(uint64_t base, uint64_t size, uint32_t kind)
+{
+    struct dev_heap *h = &dev_heap;
+    uint64_t n = dev_load_acquire64(&h->nregions);
+    struct dev_region *r = (struct dev_region *)0;
+    for (uint64_t i = 0; i < n && i < NREGIONS && r == (struct dev_region *)0; i++) {
+        struct dev_region *c = &h->regions[i];
+        if (dev_load_relaxed32(&c->state) == REG_DEAD && dev_cas32(&c->state, REG_DEAD, REG_BUSY))
+            r = c;
+    }
+    if (r == (struct dev_region *)0) {
+        uint64_t i = dev_fetch_add64(&h->nregions, 1);
+        if (i >= NREGIONS)
+            return (struct dev_region *)0;
+        r = &h->regions[i];
+    }
+    r->base = base;
+    r->size = size;
+    r->used = 0;
+    r->kind = kind;
+    dev_store_release32(&r->state, REG_LIVE);
+    return r;
+}
+
+static struct dev_region *region_find(uint64_t p)
+{
+    struct dev_heap *h = &dev_heap;
+    uint64_t n = dev_load_acquire64(&h->nregions);
+    if (n > NREGIONS)
+        n = NREGIONS;
+    for (uint64_t i = 0; i < n; i++) {
+        struct dev_region *r = &h->regions[i];
+        if (dev_load_acquire32(&r->state) != REG_LIVE)
+            continue;
+        if (p >= r->base && p - r->base < r->size)
+            return r;
+    }
+    return (struct dev_region *)0;
+}
+
+/* ---- chunks --------------------------------------------------------------------------------- */
+
+/* Carves `units` 64 KiB units from the current chunk, refilling it from the
+ * host when it runs out.  Returns the address or 0 when the host has no more. */
+static uint64_t carve(uint64_t units)
+{
+    struct dev_heap *h = &dev_heap;
+    for (;;) {
+        uint64_t cur = dev_load_acquire64(&h->cur);
+        if (cur != 0) {
+            struct dev_region *r = &h->regions[cur - 1];
+            uint64_t total = r->size >> UNIT_SHIFT;
+            if (dev_load_relaxed64(&r->used) + units <= total) {
+                uint64_t at = dev_fetch_add64(&r->used, units);
+                if (at + units <= total)
+                    return r->base + (at << UNIT_SHIFT);
+            }
+        }
+        /* The chunk is used up: one thread asks the host for the next one. */
+        if (dev_exchange32(&h->refill_lock, 1u) != 0) {
+            while (dev_load_relaxed32(&h->refill_lock) != 0)
+                rpc_arch_pause();
+            continue;
+        }
+        if (dev_load_acquire64(&h->cur) != cur) { /* someone refilled meanwhile */
+            dev_store_release32(&h->refill_lock, 0u);
+            continue;
+        }
+        uint64_t size = h->next_chunk ? h->next_chunk : CHUNK_FIRST;
+        while (size < (units << UNIT_SHIFT))
+            size *= 2;
+        uint64_t base = host_alloc(size, UNIT);
+        struct dev_region *r = base ? region_add(base, size, KIND_SLAB) : (struct dev_region *)0;
+        if (r == (struct dev_region *)0) {
+            if (base != 0)
+                host_free(base);
+            dev_store_release32(&h->refill_lock, 0u);
+            return 0;
+        }
+        h->next_chunk = size < CHUNK_MAX ? 2 * size : CHUNK_MAX;
+        dev_store_release64(&h->cur, (uint64_t)(r - h->regions) + 1);
+        dev_store_release32(&h->refill_lock, 0u);
+    }
+}
+
+/* ---- small blocks --------------------------------------------------------------------------- */
+
+static uint32_t size_class(uint64_t size)
+{
+    uint32_t c = 0;
+    while (class_size[c] < size)
+        c++;
+    return c;
+}
+
+static uint32_t slab_words(const struct dev_block_hdr *s)
+{
+    return (s->nblocks + 31) / 32;
+}
+
+/* Reserves and claims one block of slab s, or returns 0 if it is full. */
+static uint64_t slab_take(struct dev_block_hdr *s)
+{
+    if (dev_fetch_add32(&s->nfree, -1) <= 0) {
+        dev_fetch_add32(&s->nfree, 1);
+        return 0;
+    }
+    /* A block is reserved for us: some bit is clear and stays ours to take. */
+    uint32_t words = slab_words(s);
+    uint32_t w = dev_load_relaxed32(&s->hint) % words;
+    for (;;) {
+        uint32_t bits = dev_load_relaxed32(&slab_bitmap(s)[w]);
+        while (bits != 0xffffffffu) {
+            uint32_t bit = (uint32_t)__builtin_ctz(~bits);
+            uint32_t old = dev_fetch_or32(&slab_bitmap(s)[w], 1u << bit);
+            if ((old & (1u << bit)) == 0) {
+                dev_store_relaxed32(&s->hint, w);
+                return (uint64_t)(uintptr_t)s + s->first + (uint64_t)(w * 32 + bit) * s->block;
+            }
+            bits = old | (1u << bit);
+        }
+        w = w + 1 == words ? 0 : w + 1;
+    }
+}
+
+static struct dev_block_hdr *slab_new(uint32_t cls)
+{
+    uint64_t base = carve(1);
+    if (base == 0)
+        return (struct dev_block_hdr *)0;
+    struct dev_block_hdr *s = (struct dev_block_hdr *)(uintptr_t)base;
+    uint32_t block = class_size[cls];
+    uint32_t n = (uint32_t)(UNIT / block);
+    uint32_t first;
+    for (;;) {
+        first = (uint32_t)((sizeof *s + 4 * ((n + 31) / 32) + 15) & ~15u);
+        if (first + (uint64_t)n * block <= UNIT)
+            break;
+        n--;
+    }
+    s->magic = MAGIC;
+    s->kind = KIND_SLAB;
+    s->cls = cls;
+    s->block = block;
+    s->nblocks = n;
+    s->first = first;
+    s->hint = 0;
+    s->size = UNIT;
+    uint32_t words = (n + 31) / 32;
+    for (uint32_t w = 0; w < words; w++)
+        slab_bitmap(s)[w] = 0;
+    if (n % 32)
+        slab_bitmap(s)[words - 1] = ~0u << (n % 32); /* bits past the last block: never free */
+    slab_bitmap(s)[0] |= 1u;                         /* block 0 is the caller's */
+    s->nfree = (int32_t)n - 1;
+    /* Publish: append to the class list, then point the hint at it. */
+    struct dev_heap *h = &dev_heap;
+    for (;;) {
+        uint64_t head = dev_load_acquire64(&h->class_head[cls]);
+        s->next = head;
+        if (dev_cas64(&h->class_head[cls], head, (uint64_t)(uintptr_t)s))
+            break;
+    }
+    dev_store_release64(&h->class_hint[cls], (uint64_t)(uintptr_t)s);
+    return s;
+}
+
+static void *small_alloc(uint64_t size)
+{
+    struct dev_heap *h = &dev_heap;
+    uint32_t cls = size_class(size);
+    uint64_t hint = dev_load_acquire64(&h->class_hint[cls]);
+    if (hint != 0) {
+        uint64_t p = slab_take((struct dev_block_hdr *)(uintptr_t)hint);
+        if (p != 0)
+            return (void *)(uintptr_t)p;
+    }
+    /* Look for room in a few slabs of the list before taking a new one. */
+    uint64_t s = dev_load_acquire64(&h->class_head[cls]);
+    for (int i = 0; i < 8 && s != 0; i++) {
+        struct dev_block_hdr *slab = (struct dev_block_hdr *)(uintptr_t)s;
+        if (s != hint && dev_load_relaxed_i32(&slab->nfree) > 0) {
+            uint64_t p = slab_take(slab);
+            if (p != 0) {
+                dev_store_release64(&h->class_hint[cls], s);
+                return (void *)(uintptr_t)p;
+            }
+        }
+        s = slab->next;
+    }
+    struct dev_block_hdr *slab = slab_new(cls);
+    if (slab == (struct dev_block_hdr *)0)
+        return (void *)0;
+    return (void *)((uintptr_t)slab + slab->first);
+}
+
+static void small_free(struct dev_block_hdr *s, uint64_t p)
+{
+    uint64_t off = p - (uint64_t)(uintptr_t)s;
+    if (off < s->first || (off - s->first) % s->block != 0 ||
+        (off - s->first) / s->block >= s->nblocks) {
+        tether_device_printf_packed(TETHER_RPC_STDERR, "tether: free(): invalid pointer\n",
+                                    (void *)0, 0);
+        return;
+    }
+    uint32_t i = (uint32_t)((off - s->first) / s->block);
+    uint32_t old = dev_fetch_and32(&slab_bitmap(s)[i / 32], ~(1u << (i % 32)));
+    if ((old & (1u << (i % 32))) == 0) {
+        tether_device_printf_packed(TETHER_RPC_STDERR, "tether: free(): double free\n", (void *)0,
+                                    0);
+        return;
+    }
+    if (dev_fetch_add32(&s->nfree, 1) == 0) /* it was full: point allocations at it */
+        dev_store_release64(&dev_heap.class_hint[s->cls], (uint64_t)(uintptr_t)s);
+}
+
+/* ---- spans and large blocks ----------------------------------------------------------------- */
+
+static uint32_t span_bucket(uint64_t units)
+{
+    uint32_t b = 0;
+    while ((1ull << b) < units)
+        b++;
+    return b;
+}
+
+static struct dev_block_hdr *span_pop(uint32_t b)
+{
+    uint64_t *head = &dev_heap.span_free[b];
+    for (;;) {
+        uint64_t old = dev_load_acquire64(head);
+        uint64_t s = old & ~(UNIT - 1);
+        if (s == 0)
+            return (struct dev_block_hdr *)0;
+        uint64_t next = ((struct dev_block_hdr *)(uintptr_t)s)->next;
+        uint64_t tag = (old + 1) & (UNIT - 1);
+        if (dev_cas64(head, old, (next & ~(UNIT - 1)) | tag))
+            return (struct dev_block_hdr *)(uintptr_t)s;
+    }
+}
+
+static void span_push(struct dev_block_hdr *s)
+{
+    uint64_t *head = &dev_heap.span_free[s->cls];
+    for (;;) {
+        uint64_t old = dev_load_acquire64(head);
+        s->next = old & ~(UNIT - 1);
+        uint64_t tag = (old + 1) & (UNIT - 1);
+        if (dev_cas64(head, old, (uint64_t)(uintptr_t)s | tag))
+            return;
+    }
+}
+
+static void *span_alloc(uint64_t size, uint64_t offset)
+{
+    uint64_t units = (size + offset + UNIT - 1) >> UNIT_SHIFT;
+    uint32_t b = span_bucket(units);
+    struct dev_block_hdr *s = span_pop(b);
+    if (s == (struct dev_block_hdr *)0) {
+        uint64_t base = carve(1ull << b);
+        if (base == 0)
+            return (void *)0;
+        s = (struct dev_block_hdr *)(uintptr_t)base;
+        s->magic = MAGIC;
+        s->kind = KIND_SPAN;
+        s->cls = b;
+        s->size = (1ull << b) << UNIT_SHIFT;
+    }
+    s->first = (uint32_t)offset;
+    s->next = 0;
+    return (void *)((uintptr_t)s + offset);
+}
+
+static void *large_alloc(uint64_t size, uint64_t offset)
+{
+    uint64_t total = size + offset;
+    uint64_t base = host_alloc(total, UNIT);
+    if (base == 0)
+        return (void *)0;
+    if (region_add(base, total, KIND_LARGE) == (struct dev_region *)0) {
+        host_free(base);
+        return (void *)0;
+    }
+    struct dev_block_hdr *s = (struct dev_block_hdr *)(uintptr_t)base;
+    s->magic = MAGIC;
+    s->kind = KIND_LARGE;
+    s->first = (uint32_t)offset;
+    s->size = total;
+    return (void *)((uintptr_t)s + offset);
+}
+
+/* ---- API ------------------------------------------------------------------------------------ */
+
+static void *heap_alloc(uint64_t size, uint64_t align)
+{
+    if (tether_device_client() == (struct tether_rpc_device_client *)0)
+        return (void *)0;
+    if (size > (1ull << 47) || align > UNIT / 2)
+        return (void *)0;
+    if (align <= 16 && size <= SMALL_MAX)
+        return small_alloc(size == 0 ? 1 : size);
+    uint64_t offset = align > HDR ? align : HDR;
+    if (size + offset <= SPAN_MAX)
+        return span_alloc(size, offset);
+    return large_alloc(size, offset);
+}
+
+void *tether_device_malloc(uint64_t size)
+{
+    return heap_alloc(size, 16);
+}
+
+void *tether_device_aligned_alloc(uint64_t align, uint64_t size)
+{
+    if (align == 0 || (align & (align - 1)) != 0)
+        return (void *)0;
+    return heap_alloc(size, align);
+}
+
+void *tether_device_calloc(uint64_t n, uint64_t size)
+{
+    if (size != 0 && n > (~(uint64_t)0) / size)
+        return (void *)0;
+    unsigned char *p = (unsigned char *)tether_device_malloc(n * size);
+    if (p != (unsigned char *)0)
+        __builtin_memset(p, 0, n * size);
+    return p;
+}
+
+/* The header of a block we handed out, or NULL if p is not ours. */
+static struct dev_block_hdr *block_of(uint64_t p, struct dev_region **region_p)
+{
+    struct dev_region *r = region_find(p);
+    if (r == (struct dev_region *)0)
+        return (struct dev_block_hdr *)0;
+    struct dev_block_hdr *s = (struct dev_block_hdr *)(uintptr_t)(p & ~(UNIT - 1));
+    if (r->kind == KIND_LARGE)
+        s = (struct dev_block_hdr *)(uintptr_t)r->base;
+    if (s->magic != MAGIC)
+        return (struct dev_block_hdr *)0;
+    *region_p = r;
+    return s;
+}
+
+static void foreign_free(void *ptr)
+{
+#if RPC_ARCH_SIMT
+    (void)ptr;
+    tether_device_printf_packed(TETHER_RPC_STDERR,
+                                "tether: free(): pointer not from the device heap\n", (void *)0, 0);
+#else
+    __libc_free(ptr);
+#endif
+}
+
+void tether_device_free(void *ptr)
+{
+    if (ptr == (void *)0)
+        return;
+    uint64_t p = (uint64_t)(uintptr_t)ptr;
+    struct dev_region *r = (struct dev_region *)0;
+    struct dev_block_hdr *s = block_of(p, &r);
+    if (s == (struct dev_block_hdr *)0) {
+        foreign_free(ptr);
+        return;
+    }
+    switch (s->kind) {
+    case KIND_SLAB:
+        small_free(s, p);
+        return;
+    case KIND_SPAN:
+        span_push(s);
+        return;
+    case KIND_LARGE:
+        s->magic = 0;
+        dev_store_release32(&r->state, REG_DEAD);
+        host_free(r->base);
+        return;
+    default:
+        foreign_free(ptr);
+        return;
+    }
+}
+
+void *tether_device_realloc(void *ptr, uint64_t size)
+{
+    if (ptr == (void *)0)
+        return tether_device_malloc(size);
+    if (size == 0) {
+        tether_device_free(ptr);
+        return (void *)0;
+    }
+    uint64_t p = (uint64_t)(uintptr_t)ptr;
+    struct dev_region *r = (struct dev_region *)0;
+    struct dev_block_hdr *s = block_of(p, &r);
+    uint64_t usable;
+    if (s == (struct dev_block_hdr *)0) {
+#if RPC_ARCH_SIMT
+        return (void *)0;
+#else
+        return __libc_realloc(ptr, size);
+#endif
+    }
+    if (s->kind == KIND_SLAB)
+        usable = s->block;
+    else
+        usable = s->size - (p - (uint64_t)(uintptr_t)s);
+    if (size <= usable)
+        return ptr;
+    void *q = tether_device_malloc(size);
+    if (q == (void *)0)
+        return (void *)0;
+    __builtin_memcpy(q, ptr, usable);
+    tether_device_free(ptr);
+    return q;
+}
+
+DEV_END

@@ -1,0 +1,157 @@
+/*
+ * rpc/server/rpc_internal.h - the server library's private structures, shared
+ * by rpc_server.c (ports, call state machines, handlers), rpc_services.c (the
+ * built-in services) and rpc_thread.c (the per-device thread).
+ *
+ * Call life cycle (one struct srv_call per port with a call in flight):
+ *   RECV  receive the request packets as the device sends them (try_recv,
+ *         never waiting); each unit (a lane, or the single wide caller)
+ *         fills its own growing buffer
+ *   SEND  after the handler ran: send the answer packets (try_send)
+ *   done  close the port; the call object goes back to the pool
+ * A call whose device side stalls stays parked in its state; the other ports
+ * are served meanwhile.  Only the thread holding srv->handle_lock touches
+ * calls, so they need no locks of their own.
+ */
+#ifndef TETHER_RPC_INTERNAL_H
+#define TETHER_RPC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../device/device_client.h"
+#include "../rpc.h"
+#include "rpc_printf.h"
+#include "tether/rpc.h"
+
+/* One message being received or sent: a lane's, or the wide caller's. */
+struct srv_msg {
+    unsigned char *data; /* received bytes (at most TETHER_RPC_MSG_MAX kept) */
+    uint64_t len;        /* length announced by the stream */
+    uint64_t have;       /* bytes stored in data */
+    uint64_t cap;        /* allocated bytes of data */
+    uint64_t pos;        /* stream position of the next packet, length prefix included */
+    bool too_big;        /* len > TETHER_RPC_MSG_MAX: drained, not kept */
+    bool oom;            /* could not grow data: drained, not kept */
+};
+
+enum srv_phase { SRV_RECV, SRV_SEND };
+
+struct srv_call {
+    rpc_port_t port;
+    uint32_t opcode;     /* service (low 16 bits) */
+    bool wide;           /* one caller over all lanes */
+    uint64_t mask;       /* lanes of the call */
+    uint32_t units;      /* messages: 1 if wide, else lanes in mask */
+    uint8_t lane_of[64]; /* unit -> lane */
+    enum srv_phase phase;
+    struct srv_msg *rx; /* units entries (storage: msgs) */
+    struct srv_msg *tx; /* units entries (storage: msgs) */
+    struct srv_call *next_free;
+    struct srv_msg msgs[]; /* 2 x the server's lane count */
+};
+
+struct srv_handler {
+    uint32_t opcode;
+    tether_rpc_handler_t fn;
+    void *user;
+};
+
+/* One device heap allocation handed to the device (for FREE and shutdown). */
+struct srv_alloc {
+    uint64_t ptr; /* what the device got (aligned) */
+    uint64_t raw; /* what device_alloc returned */
+    uint64_t size;
+};
+
+struct tether_rpc_server {
+    struct tether_rpc_server_config config;
+    FILE *out;
+    FILE *err;
+
+    /* shared region and the server's side of the protocol */
+    void *region_host;
+    uint64_t region_dev;
+    uint64_t region_size;
+    struct rpc_server rpc;
+    rpc_word_t *locks;
+
+    /* doorbell (layout of struct tether_rpc_doorbell): seq bumped by host
+     * clients, notify and kernel start/finish; sleepers > 0 while the thread waits */
+    struct {
+        _Atomic uint32_t seq;
+        _Atomic uint32_t sleepers;
+    } bell;
+
+    /* calls in flight, indexed by port; the free pool */
+    pthread_mutex_t handle_lock;
+    struct srv_call **calls;
+    uint32_t *active; /* port indices with a call, `nactive` of them */
+    uint32_t nactive;
+    struct srv_call *pool;
+
+    /* user handlers */
+    pthread_mutex_t handlers_lock;
+    struct srv_handler *handlers;
+    size_t nhandlers;
+    size_t handlers_cap;
+    uint64_t unhandled_reported[TETHER_RPC_OP_MASK / 64 + 1]; /* diagnose each opcode once */
+
+    /* device heap */
+    pthread_mutex_t heap_lock;
+    struct srv_alloc *allocs;
+    size_t nallocs;
+    size_t allocs_cap;
+    uint64_t heap_bytes;
+    uint64_t reserve_raw;  /* heap_reserve block (device address), 0 if none */
+    uint64_t reserve_size; /* bytes */
+    uint64_t reserve_used; /* bytes handed out from the front of the reserve */
+
+    /* output: formatted text waiting for one fwrite per call */
+    struct rpc_outbuf text;
+    bool wrote; /* something written since the last flush */
+
+    /* exit requested by the device (handled after the sweep) */
+    bool exit_pending;
+    bool exit_abort;
+    int exit_status;
+
+    /* statistics */
+    _Atomic uint64_t st_calls;
+    _Atomic uint64_t st_lines;
+    _Atomic uint64_t st_unhandled;
+    _Atomic uint64_t st_malformed;
+    _Atomic uint64_t st_wakeups;
+
+    /* thread (rpc_thread.c) */
+    struct srv_thread *thread;
+    _Atomic uint32_t kernels; /* kernels running */
+    char where[160];          /* placement, for describe */
+};
+
+/* rpc_services.c: runs a built-in service for every unit of a received call;
+ * fills call->tx for synchronous ones.  Returns true when the call wants an
+ * answer. */
+bool srv_service_run(struct tether_rpc_server *srv, struct srv_call *call);
+
+/* rpc_services.c: the device heap at shutdown. */
+void srv_heap_release_all(struct tether_rpc_server *srv);
+tether_status_t srv_heap_reserve(struct tether_rpc_server *srv, struct tether_error *err);
+
+/* rpc_server.c: sets an answer message (status header + bytes) for a unit. */
+bool srv_answer_set(struct srv_msg *tx, uint32_t status, const void *data, size_t size);
+
+/* rpc_server.c: prints one diagnostic line "tether rpc (device N): ..." to the error stream. */
+void srv_diag(struct tether_rpc_server *srv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* rpc_server.c: flushes written output (after a sweep). */
+void srv_flush(struct tether_rpc_server *srv);
+
+/* rpc_thread.c */
+void srv_thread_stop(struct tether_rpc_server *srv);
+
+#endif /* TETHER_RPC_INTERNAL_H */

@@ -1,0 +1,379 @@
+/*
+ * rpc/server/rpc_services.c - the built-in services (tether/rpc_opcodes.h)
+ * and user opcodes: run once per unit (lane, or the wide caller) of a call
+ * whose request has fully arrived.  Every request byte is checked before use;
+ * bad requests are diagnosed, counted and answered with an error status.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rpc_internal.h"
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static FILE *stream_of(struct tether_rpc_server *srv, uint32_t stream)
+{
+    return stream == TETHER_RPC_STDERR ? srv->err : srv->out;
+}
+
+/* One fwrite per call: no other call's bytes can land inside it. */
+static void write_text(struct tether_rpc_server *srv, FILE *f, const void *bytes, size_t n)
+{
+    if (n > 0 && fwrite(bytes, 1, n, f) != n)
+        clearerr(f);
+    srv->wrote = true;
+    atomic_fetch_add(&srv->st_lines, 1);
+}
+
+static void report_dropped(struct tether_rpc_server *srv, const char *what, const struct srv_msg *m)
+{
+    atomic_fetch_add(&srv->st_malformed, 1);
+    srv_diag(srv, "%s of %llu bytes %s", what, (unsigned long long)m->len,
+             m->too_big ? "is larger than the limit and was dropped"
+                        : "was dropped: out of host memory");
+}
+
+static void serve_printf(struct tether_rpc_server *srv, const struct srv_msg *m)
+{
+    if (m->too_big || m->oom) {
+        report_dropped(srv, "printf message", m);
+        return;
+    }
+    uint32_t stream = TETHER_RPC_STDOUT;
+    srv->text.len = 0;
+    tether_status_t st = rpc_printf_format_msg(&srv->text, m->data, m->have, &stream, NULL);
+    if (st == TETHER_ERR_INVALID) {
+        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_diag(srv, "printf message of %llu bytes is shorter than its header",
+                 (unsigned long long)m->have);
+        return;
+    }
+    if (st == TETHER_ERR_NO_MEMORY)
+        srv_diag(srv, "printf output cut short: out of host memory");
+    write_text(srv, stream_of(srv, stream), srv->text.data, srv->text.len);
+}
+
+static void serve_write(struct tether_rpc_server *srv, const struct srv_msg *m)
+{
+    struct tether_rpc_write_hdr hdr;
+    if (m->too_big || m->oom) {
+        report_dropped(srv, "write message", m);
+        return;
+    }
+    if (m->have < sizeof hdr) {
+        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_diag(srv, "write message of %llu bytes is shorter than its header",
+                 (unsigned long long)m->have);
+        return;
+    }
+    memcpy(&hdr, m->data, sizeof hdr);
+    const unsigned char *bytes = m->data + sizeof hdr;
+    size_t n = m->have - sizeof hdr;
+    FILE *f = stream_of(srv, hdr.stream);
+    if (hdr.newline) {
+        /* puts: text and newline in one write. */
+        srv->text.len = 0;
+        if (rpc_outbuf_append(&srv->text, bytes, n) == TETHER_OK &&
+            rpc_outbuf_append(&srv->text, "\n", 1) == TETHER_OK) {
+            write_text(srv, f, srv->text.data, srv->text.len);
+            return;
+        }
+        flockfile(f);
+        write_text(srv, f, bytes, n);
+        fputc('\n', f);
+        funlockfile(f);
+        return;
+    }
+    write_text(srv, f, bytes, n);
+}
+
+/* ---- device heap ------------------------------------------------------------------------ */
+
+tether_status_t srv_heap_reserve(struct tether_rpc_server *srv, struct tether_error *err)
+{
+    size_t size = srv->config.heap_reserve;
+    if (size == 0 || srv->config.device_alloc == NULL)
+        return TETHER_OK;
+    uint64_t dev = 0;
+    tether_status_t st = srv->config.device_alloc(srv->config.device_ctx, size, &dev);
+    if (st != TETHER_OK || dev == 0) {
+        if (err != NULL)
+            snprintf(err->msg, sizeof err->msg,
+                     "rpc server: device_alloc(%zu bytes) for the heap reserve failed: %s", size,
+                     tether_status_str(st));
+        return st != TETHER_OK ? st : TETHER_ERR_NO_MEMORY;
+    }
+    srv->reserve_raw = dev;
+    srv->reserve_size = size;
+    return TETHER_OK;
+}
+
+void srv_heap_release_all(struct tether_rpc_server *srv)
+{
+    for (size_t i = 0; i < srv->nallocs; i++)
+        if (srv->allocs[i].raw != 0)
+            srv->config.device_free(srv->config.device_ctx, srv->allocs[i].raw);
+    srv->nallocs = 0;
+    srv->heap_bytes = 0;
+    if (srv->reserve_raw != 0)
+        srv->config.device_free(srv->config.device_ctx, srv->reserve_raw);
+    srv->reserve_raw = 0;
+}
+
+static bool heap_record(struct tether_rpc_server *srv, struct srv_alloc a)
+{
+    if (srv->nallocs == srv->allocs_cap) {
+        size_t cap = srv->allocs_cap ? 2 * srv->allocs_cap : 64;
+        struct srv_alloc *p = realloc(srv->allocs, cap * sizeof *p);
+        if (p == NULL)
+            return false;
+        srv->allocs = p;
+        srv->allocs_cap = cap;
+    }
+    srv->allocs[srv->nallocs++] = a;
+    srv->heap_bytes += a.size;
+    return true;
+}
+
+/* Returns the device address of a new heap block, 0 on failure. */
+static uint64_t heap_alloc(struct tether_rpc_server *srv, uint64_t size, uint64_t align)
+{
+    if (srv->config.device_alloc == NULL || size == 0 || size > (1ull << 48))
+        return 0;
+    if (align < 16)
+        align = 16;
+    pthread_mutex_lock(&srv->heap_lock);
+    uint64_t ptr = 0;
+    if (srv->config.heap_limit != 0 && srv->heap_bytes + size > srv->config.heap_limit)
+        goto out;
+    /* From the reserve while it lasts (never given back before shutdown). */
+    if (srv->reserve_raw != 0) {
+        uint64_t p = (srv->reserve_raw + srv->reserve_used + align - 1) & ~(align - 1);
+        if (p + size <= srv->reserve_raw + srv->reserve_size) {
+            if (heap_record(srv, (struct srv_alloc){p, 0, size})) {
+                srv->reserve_used = p + size - srv->reserve_raw;
+                ptr = p;
+            }
+            goto out;
+        }
+    }
+    uint64_t raw = 0;
+    uint64_t extra = align > 16 ? align - 16 : 0;
+    if (srv->config.device_alloc(srv->config.device_ctx, size + extra, &raw) != TETHER_OK ||
+        raw == 0)
+        goto out;
+    uint64_t p = (raw + align - 1) & ~(align - 1);
+    if (!heap_record(srv, (struct srv_alloc){p, raw, size})) {
+        srv->config.device_free(srv->config.device_ctx, raw);
+        goto out;
+    }
+    ptr = p;
+out:
+    pthread_mutex_unlock(&srv->heap_lock);
+    return ptr;
+}
+
+static bool heap_free(struct tether_rpc_server *srv, uint64_t ptr)
+{
+    bool found = false;
+    pthread_mutex_lock(&srv->heap_lock);
+    for (size_t i = srv->nallocs; i-- > 0;) {
+        if (srv->allocs[i].ptr != ptr)
+            continue;
+        struct srv_alloc a = srv->allocs[i];
+        srv->allocs[i] = srv->allocs[--srv->nallocs];
+        srv->heap_bytes -= a.size;
+        if (a.raw != 0)
+            srv->config.device_free(srv->config.device_ctx, a.raw);
+        found = true;
+        break;
+    }
+    pthread_mutex_unlock(&srv->heap_lock);
+    return found;
+}
+
+static void serve_alloc(struct tether_rpc_server *srv, const struct srv_msg *m, struct srv_msg *tx)
+{
+    struct tether_rpc_alloc_req req;
+    struct tether_rpc_alloc_ans ans = {0};
+    if (m->too_big || m->oom || m->have != sizeof req) {
+        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_diag(srv, "malloc request of %llu bytes (want %zu)", (unsigned long long)m->len,
+                 sizeof req);
+        srv_answer_set(tx, TETHER_RPC_CALL_ERROR, NULL, 0);
+        return;
+    }
+    memcpy(&req, m->data, sizeof req);
+    if (req.align == 0 || (req.align & (req.align - 1)) != 0 || req.align > (2u << 20)) {
+        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_diag(srv, "malloc request with alignment %llu", (unsigned long long)req.align);
+        srv_answer_set(tx, TETHER_RPC_CALL_ERROR, NULL, 0);
+        return;
+    }
+    ans.ptr = heap_alloc(srv, req.size, req.align);
+    srv_answer_set(tx, TETHER_RPC_CALL_OK, &ans, sizeof ans);
+}
+
+static void serve_free(struct tether_rpc_server *srv, const struct srv_msg *m)
+{
+    struct tether_rpc_free_req req;
+    if (m->too_big || m->oom || m->have != sizeof req) {
+        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_diag(srv, "free request of %llu bytes (want %zu)", (unsigned long long)m->len,
+                 sizeof req);
+        return;
+    }
+    memcpy(&req, m->data, sizeof req);
+    if (req.ptr != 0 && !heap_free(srv, req.ptr)) {
+        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_diag(srv, "free of 0x%llx, which the host never handed out",
+                 (unsigned long long)req.ptr);
+    }
+}
+
+/* ---- exit ------------------------------------------------------------------------------- */
+
+static void serve_exit(struct tether_rpc_server *srv, const struct srv_msg *m, bool is_abort)
+{
+    struct tether_rpc_exit_req req = {0, 0};
+    if (!is_abort) {
+        if (m->too_big || m->oom || m->have != sizeof req) {
+            atomic_fetch_add(&srv->st_malformed, 1);
+            srv_diag(srv, "exit request of %llu bytes (want %zu); exiting with status 1",
+                     (unsigned long long)m->len, sizeof req);
+            req.status = 1;
+        } else {
+            memcpy(&req, m->data, sizeof req);
+        }
+    }
+    /* The first exit wins; the process ends after this sweep. */
+    if (!srv->exit_pending) {
+        srv->exit_pending = true;
+        srv->exit_abort = is_abort;
+        srv->exit_status = req.status;
+    }
+}
+
+/* ---- user opcodes ----------------------------------------------------------------------- */
+
+struct tether_rpc_reply {
+    struct rpc_outbuf buf;
+};
+
+tether_status_t tether_rpc_reply_append(struct tether_rpc_reply *reply, const void *data,
+                                        size_t size)
+{
+    if (reply == NULL || (size > 0 && data == NULL))
+        return TETHER_ERR_INVALID;
+    if (size > TETHER_RPC_MSG_MAX - sizeof(struct tether_rpc_answer) - reply->buf.len)
+        return TETHER_ERR_INVALID;
+    return rpc_outbuf_append(&reply->buf, data, size);
+}
+
+static bool find_handler(struct tether_rpc_server *srv, uint32_t opcode, struct srv_handler *h_p)
+{
+    bool found = false;
+    pthread_mutex_lock(&srv->handlers_lock);
+    for (size_t i = 0; i < srv->nhandlers; i++) {
+        if (srv->handlers[i].opcode == opcode) {
+            *h_p = srv->handlers[i];
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&srv->handlers_lock);
+    return found;
+}
+
+static void report_unhandled(struct tether_rpc_server *srv, uint32_t opcode, uint64_t mask)
+{
+    atomic_fetch_add(&srv->st_unhandled, 1);
+    uint64_t *word = &srv->unhandled_reported[opcode / 64];
+    uint64_t bit = 1ull << (opcode % 64);
+    if (*word & bit)
+        return;
+    *word |= bit;
+    srv_diag(srv,
+             "no handler for RPC opcode 0x%04x (lanes 0x%llx): the device gets an error "
+             "answer (reported once per opcode)",
+             opcode, (unsigned long long)mask);
+}
+
+static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    struct srv_handler h;
+    if (!find_handler(srv, call->opcode, &h)) {
+        report_unhandled(srv, call->opcode, call->mask);
+        for (uint32_t u = 0; u < call->units; u++)
+            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_UNHANDLED, NULL, 0);
+        return;
+    }
+    struct tether_rpc_reply reply = {RPC_OUTBUF_INIT};
+    for (uint32_t u = 0; u < call->units; u++) {
+        const struct srv_msg *m = &call->rx[u];
+        if (m->too_big || m->oom) {
+            report_dropped(srv, "user call request", m);
+            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_TOO_BIG, NULL, 0);
+            continue;
+        }
+        struct tether_rpc_request req = {
+            .opcode = call->opcode,
+            .device_id = srv->config.device_id,
+            .lane = call->wide ? 0 : call->lane_of[u],
+            .data = m->data,
+            .size = m->have,
+        };
+        reply.buf.len = 0;
+        tether_status_t st = h.fn(h.user, &req, &reply);
+        if (st == TETHER_OK)
+            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_OK, reply.buf.data, reply.buf.len);
+        else
+            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_ERROR, NULL, 0);
+    }
+    rpc_outbuf_free(&reply.buf);
+}
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+bool srv_service_run(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    uint32_t op = call->opcode;
+    if (op >= TETHER_RPC_OP_USER_FIRST) {
+        serve_user(srv, call);
+        return true;
+    }
+    switch (op) {
+    case TETHER_RPC_OP_NOOP:
+        for (uint32_t u = 0; u < call->units; u++)
+            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_OK, NULL, 0);
+        return true;
+    case TETHER_RPC_OP_PRINTF:
+        for (uint32_t u = 0; u < call->units; u++)
+            serve_printf(srv, &call->rx[u]);
+        return false;
+    case TETHER_RPC_OP_WRITE:
+        for (uint32_t u = 0; u < call->units; u++)
+            serve_write(srv, &call->rx[u]);
+        return false;
+    case TETHER_RPC_OP_ALLOC:
+        for (uint32_t u = 0; u < call->units; u++)
+            serve_alloc(srv, &call->rx[u], &call->tx[u]);
+        return true;
+    case TETHER_RPC_OP_FREE:
+        for (uint32_t u = 0; u < call->units; u++)
+            serve_free(srv, &call->rx[u]);
+        return false;
+    case TETHER_RPC_OP_EXIT:
+    case TETHER_RPC_OP_ABORT:
+        serve_exit(srv, &call->rx[0], op == TETHER_RPC_OP_ABORT);
+        return false;
+    default:
+        break;
+    }
+    /* An opcode of tether's range this server does not know (a newer device library?):
+     * answer with an error; a device that expected no answer just never reads it. */
+    report_unhandled(srv, op, call->mask);
+    for (uint32_t u = 0; u < call->units; u++)
+        srv_answer_set(&call->tx[u], TETHER_RPC_CALL_UNHANDLED, NULL, 0);
+    return true;
+}

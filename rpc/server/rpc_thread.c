@@ -1,0 +1,342 @@
+/*
+ * rpc/server/rpc_thread.c - the per-device server thread.
+ *
+ * Placement: on the cores local to the device's PCI address (sysfs
+ * local_cpulist, through hwloc bitmaps), unless the machine has one NUMA node,
+ * where any core is as good as another.
+ *
+ * Idle policy (all waits are on one futex word, srv->bell.seq, which
+ * kernel_started/finished, notify and host clients' doorbells bump):
+ *   a kernel runs, calls came recently  busy-poll (pause) for spin_us after
+ *                                       the last call
+ *   a kernel runs, quiet                futex wait with a sleep_us timeout
+ *                                       between polls (a GPU cannot ring;
+ *                                       timer slack is set to 1 us so the
+ *                                       timeout is kept)
+ *   no kernel runs                      futex wait without a deadline (a
+ *                                       50 ms safety poll)
+ * So a call after an idle spell waits at most sleep_us plus a wake-up, no
+ * core burns when no kernel runs, and host clients are served at once.
+ */
+#include <errno.h>
+#include <hwloc.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rpc_internal.h"
+
+#define THREAD_SPIN_US 200u
+#define THREAD_SLEEP_US 20u
+#define THREAD_IDLE_POLL_NS 50000000L
+
+struct srv_thread {
+    pthread_t tid;
+    struct tether_rpc_server *srv;
+    struct tether_rpc_thread_config config;
+    _Atomic bool stop;
+    _Atomic uint32_t drain_req;  /* bumped by kernel_finished */
+    _Atomic uint32_t drain_done; /* drain_req value the thread has served */
+    /* start-up handshake */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool started;
+    tether_status_t start_status;
+    struct tether_error start_err;
+    hwloc_bitmap_t cpuset; /* where to run, NULL: anywhere */
+};
+
+static long futex_wait(_Atomic uint32_t *word, uint32_t expect, const struct timespec *timeout)
+{
+    return syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expect, timeout, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Wakes the thread (and anyone waiting on the bell). */
+static void bell_ring(struct tether_rpc_server *srv)
+{
+    atomic_fetch_add(&srv->bell.seq, 1);
+    if (atomic_load(&srv->bell.sleepers) != 0)
+        futex_wake_all(&srv->bell.seq);
+}
+
+/* ---- placement -------------------------------------------------------------------------- */
+
+static bool bus_id_sane(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n > 32)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+        bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+                  c == ':' || c == '.';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Decides where the thread runs and writes srv->where. */
+static void placement_plan(struct srv_thread *t)
+{
+    struct tether_rpc_server *srv = t->srv;
+    const char *bus = t->config.pci_bus_id;
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+        snprintf(srv->where, sizeof srv->where, "thread on any core (hwloc failed)");
+        return;
+    }
+    int numa = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    if (numa <= 1) {
+        snprintf(srv->where, sizeof srv->where, "thread on any core (one NUMA node)");
+        goto out;
+    }
+    if (bus == NULL || !bus_id_sane(bus)) {
+        snprintf(srv->where, sizeof srv->where, "thread on any core (%d NUMA nodes, %s)", numa,
+                 bus == NULL ? "no PCI address" : "bad PCI address");
+        goto out;
+    }
+    char path[128];
+    char list[4096];
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/local_cpulist", bus);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(list, 1, sizeof list - 1, f) : 0;
+    if (f)
+        fclose(f);
+    list[n] = '\0';
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (set == NULL || n == 0 || hwloc_bitmap_list_sscanf(set, list) != 0) {
+        snprintf(srv->where, sizeof srv->where, "thread on any core (no locality for %s)", bus);
+        hwloc_bitmap_free(set);
+        goto out;
+    }
+    hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
+    if (hwloc_bitmap_iszero(set)) {
+        snprintf(srv->where, sizeof srv->where,
+                 "thread on any core (cores local to %s not allowed)", bus);
+        hwloc_bitmap_free(set);
+        goto out;
+    }
+    char text[96];
+    hwloc_bitmap_list_snprintf(text, sizeof text, set);
+    snprintf(srv->where, sizeof srv->where, "thread on cores %s (local to %s)", text, bus);
+    t->cpuset = set;
+out:
+    hwloc_topology_destroy(topo);
+}
+
+static void placement_apply(struct srv_thread *t)
+{
+    if (t->cpuset == NULL)
+        return;
+    cpu_set_t cs;
+    CPU_ZERO(&cs);
+    for (int i = hwloc_bitmap_first(t->cpuset); i >= 0; i = hwloc_bitmap_next(t->cpuset, i))
+        if (i < CPU_SETSIZE)
+            CPU_SET(i, &cs);
+    if (pthread_setaffinity_np(pthread_self(), sizeof cs, &cs) != 0)
+        srv_diag(t->srv, "could not bind the server thread: %s", strerror(errno));
+}
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+static void serve_until_quiet(struct tether_rpc_server *srv)
+{
+    for (;;) {
+        uint32_t progress = 0;
+        tether_rpc_server_handle(srv, &progress);
+        if (progress == 0)
+            return;
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    struct srv_thread *t = arg;
+    struct tether_rpc_server *srv = t->srv;
+    placement_apply(t);
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* 1 us: keep short futex timeouts short */
+    tether_status_t st = TETHER_OK;
+    if (t->config.attach != NULL)
+        st = t->config.attach(t->config.attach_ctx, &t->start_err);
+    pthread_mutex_lock(&t->mu);
+    t->started = true;
+    t->start_status = st;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    if (st != TETHER_OK)
+        return NULL;
+
+    uint64_t spin_ns = (uint64_t)t->config.spin_us * 1000u;
+    long sleep_ns = (long)t->config.sleep_us * 1000L;
+    uint64_t last = now_ns();
+    while (!atomic_load(&t->stop)) {
+        uint32_t seq = atomic_load(&srv->bell.seq);
+        uint32_t want = atomic_load(&t->drain_req);
+        if (want != atomic_load(&t->drain_done)) {
+            serve_until_quiet(srv);
+            atomic_store(&t->drain_done, want);
+            futex_wake_all(&t->drain_done);
+            last = now_ns();
+            continue;
+        }
+        uint32_t progress = 0;
+        tether_rpc_server_handle(srv, &progress);
+        if (progress != 0) {
+            last = now_ns();
+            continue;
+        }
+        bool running = atomic_load(&srv->kernels) != 0;
+        if (running && now_ns() - last < spin_ns) {
+            cpu_pause();
+            continue;
+        }
+        struct timespec ts = {0, running ? sleep_ns : THREAD_IDLE_POLL_NS};
+        atomic_fetch_add(&srv->bell.sleepers, 1);
+        futex_wait(&srv->bell.seq, seq, &ts);
+        atomic_fetch_sub(&srv->bell.sleepers, 1);
+        atomic_fetch_add(&srv->st_wakeups, 1);
+    }
+    serve_until_quiet(srv);
+    return NULL;
+}
+
+/* ---- API -------------------------------------------------------------------------------- */
+
+tether_status_t tether_rpc_server_start(tether_rpc_server_t *srv,
+                                        const struct tether_rpc_thread_config *config,
+                                        struct tether_error *err)
+{
+    if (srv == NULL)
+        return TETHER_ERR_INVALID;
+    if (srv->thread != NULL) {
+        if (err != NULL)
+            snprintf(err->msg, sizeof err->msg, "rpc server: thread already started");
+        return TETHER_ERR_BUSY;
+    }
+    struct srv_thread *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return TETHER_ERR_NO_MEMORY;
+    t->srv = srv;
+    if (config != NULL)
+        t->config = *config;
+    t->config.pci_bus_id = NULL; /* not kept: only used below */
+    if (t->config.spin_us == 0)
+        t->config.spin_us = THREAD_SPIN_US;
+    if (t->config.sleep_us == 0)
+        t->config.sleep_us = THREAD_SLEEP_US;
+    t->config.pci_bus_id = config != NULL ? config->pci_bus_id : NULL;
+    placement_plan(t);
+    t->config.pci_bus_id = NULL;
+    atomic_init(&t->stop, false);
+    atomic_init(&t->drain_req, 0);
+    atomic_init(&t->drain_done, 0);
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+
+    tether_status_t st = TETHER_ERR_INTERNAL;
+    int rc = pthread_create(&t->tid, NULL, thread_main, t);
+    if (rc != 0) {
+        if (err != NULL)
+            snprintf(err->msg, sizeof err->msg, "rpc server: pthread_create: %s", strerror(rc));
+        goto fail;
+    }
+    pthread_mutex_lock(&t->mu);
+    while (!t->started)
+        pthread_cond_wait(&t->cv, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+    st = t->start_status;
+    if (st != TETHER_OK) {
+        pthread_join(t->tid, NULL);
+        if (err != NULL)
+            *err = t->start_err;
+        goto fail;
+    }
+    srv->thread = t;
+    return TETHER_OK;
+
+fail:
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    hwloc_bitmap_free(t->cpuset);
+    free(t);
+    return st;
+}
+
+void srv_thread_stop(struct tether_rpc_server *srv)
+{
+    struct srv_thread *t = srv->thread;
+    if (t == NULL)
+        return;
+    atomic_store(&t->stop, true);
+    bell_ring(srv);
+    pthread_join(t->tid, NULL);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    hwloc_bitmap_free(t->cpuset);
+    free(t);
+    srv->thread = NULL;
+}
+
+void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)
+{
+    atomic_fetch_add(&srv->kernels, 1);
+    bell_ring(srv);
+}
+
+void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
+{
+    uint32_t old = atomic_load(&srv->kernels);
+    while (old != 0 && !atomic_compare_exchange_weak(&srv->kernels, &old, old - 1))
+        ;
+    struct srv_thread *t = srv->thread;
+    if (t == NULL) {
+        serve_until_quiet(srv);
+        return;
+    }
+    uint32_t want = atomic_fetch_add(&t->drain_req, 1) + 1;
+    bell_ring(srv);
+    for (;;) {
+        uint32_t done = atomic_load(&t->drain_done);
+        if ((int32_t)(done - want) >= 0)
+            break;
+        futex_wait(&t->drain_done, done, NULL);
+    }
+}
+
+void tether_rpc_server_notify(tether_rpc_server_t *srv)
+{
+    bell_ring(srv);
+}
+
+void tether_rpc_server_describe(const tether_rpc_server_t *srv, char *buf, size_t size)
+{
+    if (buf == NULL || size == 0)
+        return;
+    snprintf(buf, size, "rpc: %u ports x %u lanes (%llu KiB shared), %s%s", srv->config.port_count,
+             srv->config.lane_count, (unsigned long long)(srv->region_size >> 10), srv->where,
+             srv->config.host_client ? ", doorbell" : "");
+}
