@@ -1,0 +1,608 @@
+/*
+ * test_amdgpu_backend.c - the AMDGPU backend driven through common's generic layer
+ * (plugin_core.h), on the runtime the environment selects: none, Debian's, or fake_hsa.c.
+ *
+ *   nodevice MESSAGE   plugin_create must succeed with zero devices; with MESSAGE "-" nothing may
+ *                      be printed, otherwise stderr must contain MESSAGE
+ *   refuse MESSAGE     plugin_create must fail, its error containing MESSAGE (broken runtime)
+ *   gpu RAW OMP        fake GPU: devices, limits, memory kinds, pinned and pageable transfers,
+ *                      image loading (globals, device environment), launches checked against
+ *                      the fake's record and the effect of tether_raw, queues, events, and a
+ *                      clean shutdown (no live runtime object left)
+ *   faults RAW         the scenario again with each runtime call failing in turn: every failure
+ *                      must come back as an error, and nothing may leak
+ *   threads RAW        4 threads, each its own queue, submit/launch/retrieve/sync in a loop
+ *
+ * RAW is raw_v5.co (kernel tether_raw, which the fake emulates), OMP omp_gfx90a.co.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amdgpu_code_object.h"
+#include "amdgpu_test.h"
+#include "fake_hsa.h"
+#include "plugin_core.h"
+
+extern const struct plugin_ops plugin_backend_ops;
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static fake_hsa_stats_fn fake_stats;
+static fake_hsa_last_dispatch_fn fake_last;
+static fake_hsa_set_fail_fn fake_fail;
+
+/* The fake's hooks, from the runtime the plugin loaded. */
+static void bind_fake(void)
+{
+    void *h = dlopen("libhsa-runtime64.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+    CHECK(h != NULL);
+    fake_stats = (fake_hsa_stats_fn)(uintptr_t)dlsym(h, "fake_hsa_stats");
+    fake_last = (fake_hsa_last_dispatch_fn)(uintptr_t)dlsym(h, "fake_hsa_last_dispatch");
+    fake_fail = (fake_hsa_set_fail_fn)(uintptr_t)dlsym(h, "fake_hsa_set_fail");
+    CHECK(fake_stats != NULL && fake_last != NULL && fake_fail != NULL);
+}
+
+static struct fake_stats stats(void)
+{
+    struct fake_stats s;
+
+    fake_stats(&s);
+    return s;
+}
+
+struct image {
+    void *bytes;
+    size_t size;
+    struct tgt_device_image tgt;
+    struct tgt_offload_entry entries[8];
+    char names[8][256];
+    char host_vars[8][256]; /* host addresses for entries */
+    size_t num_entries;
+};
+
+static void image_add(struct image *im, const char *name, size_t size)
+{
+    size_t i = im->num_entries++;
+
+    CHECK(i < 8);
+    snprintf(im->names[i], sizeof(im->names[i]), "%s", name);
+    im->entries[i].addr = im->host_vars[i];
+    im->entries[i].name = im->names[i];
+    im->entries[i].size = size;
+    im->tgt.EntriesBegin = im->entries;
+    im->tgt.EntriesEnd = im->entries + im->num_entries;
+}
+
+static void image_read(struct image *im, const char *path)
+{
+    memset(im, 0, sizeof(*im));
+    im->bytes = test_read_file(path, &im->size);
+    im->tgt.ImageStart = im->bytes;
+    im->tgt.ImageEnd = (char *)im->bytes + im->size;
+}
+
+/* The name of the kernel of the code object whose name contains part. */
+static void kernel_name(const struct image *im, const char *part, char *out, size_t n)
+{
+    struct amdgpu_code_object co;
+
+    CHECK_ST(amdgpu_code_object_parse(im->bytes, im->size, &co, NULL), TETHER_OK);
+    out[0] = '\0';
+    for (uint32_t i = 0; i < co.num_kernels; i++)
+        if (strstr(co.kernels[i].name, part) != NULL)
+            snprintf(out, n, "%s", co.kernels[i].name);
+    amdgpu_code_object_fini(&co);
+    CHECK(out[0] != '\0');
+}
+
+static struct tgt_kernel_args kargs_for(uint32_t num_args, uint32_t teams, uint32_t threads,
+                                        uint64_t tripcount)
+{
+    struct tgt_kernel_args k;
+
+    memset(&k, 0, sizeof(k));
+    k.Version = 2;
+    k.NumArgs = num_args;
+    k.NumTeams[0] = teams;
+    k.ThreadLimit[0] = threads;
+    k.Tripcount = tripcount;
+    return k;
+}
+
+/* ---- nodevice / refuse -------------------------------------------------------------------- */
+
+/* Run plugin_create with stderr captured into buf. */
+static tether_status_t create_captured(struct plugin **plugin_p, struct tether_error *err,
+                                       char *buf, size_t size)
+{
+    char path[] = "/tmp/tether-amdgpu-stderr-XXXXXX";
+    int fd = mkstemp(path), saved;
+    tether_status_t st;
+    ssize_t n;
+
+    CHECK(fd >= 0);
+    unlink(path);
+    fflush(stderr);
+    saved = dup(2);
+    CHECK(saved >= 0 && dup2(fd, 2) == 2);
+    st = plugin_create(&plugin_backend_ops, plugin_p, err);
+    fflush(stderr);
+    CHECK(dup2(saved, 2) == 2);
+    close(saved);
+    n = pread(fd, buf, size - 1, 0);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    fprintf(stderr, "%s", buf); /* keep it visible in the test log */
+    return st;
+}
+
+static int mode_nodevice(const char *message)
+{
+    struct plugin *plugin = NULL;
+    struct tether_error err = {{0}};
+    char out[4096];
+
+    CHECK_ST(create_captured(&plugin, &err, out, sizeof(out)), TETHER_OK);
+    CHECK(plugin != NULL && plugin->num_devices == 0);
+    if (strcmp(message, "-") == 0) {
+        CHECK(out[0] == '\0');
+    } else {
+        CHECK(strstr(out, "tether (amdgpu): ") != NULL);
+        CHECK(strstr(out, message) != NULL);
+    }
+    plugin_destroy(plugin);
+    printf("zero devices: ok\n");
+    return 0;
+}
+
+static int mode_refuse(const char *message)
+{
+    struct plugin *plugin = NULL;
+    struct tether_error err = {{0}};
+    tether_status_t st = plugin_create(&plugin_backend_ops, &plugin, &err);
+
+    printf("plugin_create: %s: %s\n", tether_status_str(st), err.msg);
+    CHECK(st != TETHER_OK);
+    CHECK(strstr(err.msg, message) != NULL);
+    printf("refused: ok\n");
+    return 0;
+}
+
+/* hsa_init fails: zero devices without /dev/kfd, a refusal with it (a broken driver). */
+static int mode_initfail(void)
+{
+    if (access("/dev/kfd", F_OK) == 0)
+        return mode_refuse("hsa_init: HSA_STATUS_ERROR_OUT_OF_RESOURCES");
+    return mode_nodevice("no AMD GPU devices (/dev/kfd absent): hsa_init: HSA_STATUS_ERROR");
+}
+
+/* Debian's runtime on this machine: without /dev/kfd it must come up with zero devices. */
+static int mode_system(void)
+{
+    if (access("/dev/kfd", F_OK) == 0) {
+        printf("SKIP: /dev/kfd exists, this machine may have an AMD GPU\n");
+        return 77;
+    }
+    return mode_nodevice("no AMD GPU devices (/dev/kfd absent): hsa_init: HSA_STATUS_ERROR");
+}
+
+/* A wave32 agent (gfx1030): limits follow the agent, images must match its processor. */
+static int mode_wave32(const char *omp90a_path, const char *omp1030_path)
+{
+    struct plugin *plugin = NULL;
+    struct plugin_device *dev = NULL;
+    struct tether_error err = {{0}};
+    struct image a, b;
+    struct tgt_target_table *table;
+
+    CHECK_ST(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    CHECK_ST(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    CHECK(dev->limits.warp_size == 32);
+    image_read(&a, omp90a_path);
+    image_read(&b, omp1030_path);
+    CHECK(!plugin_image_valid(plugin, &a.tgt, "gfx90a"));
+    CHECK(plugin_image_valid(plugin, &b.tgt, "gfx1030"));
+    CHECK_ST(plugin_image_load(dev, &b.tgt, &table, &err), TETHER_OK);
+    /* loading the wrong processor's image directly is refused by the backend itself */
+    {
+        struct plugin_module *m = NULL;
+        struct plugin_image pi = {a.bytes, a.size, "gfx90a"};
+
+        CHECK_ST(plugin_backend_ops.module_load(dev, &pi, &m, &err), TETHER_ERR_BAD_IMAGE);
+        printf("refused: %s\n", err.msg);
+        CHECK(strstr(err.msg, "built for gfx90a; this device is gfx1030") != NULL);
+    }
+    plugin_destroy(plugin);
+    free(a.bytes);
+    free(b.bytes);
+    printf("wave32: ok\n");
+    return 0;
+}
+
+/* ---- gpu ----------------------------------------------------------------------------------- */
+
+static void check_raw_launch(struct plugin_device *dev, struct tgt_target_table *table,
+                             struct tgt_async_info *async, uint32_t teams, uint32_t threads,
+                             int32_t n)
+{
+    struct tether_error err = {{0}};
+    void *out = NULL;
+    int32_t host[1024];
+    void *args[2];
+    ptrdiff_t offsets[2] = {0, 0};
+    struct tgt_kernel_args k = kargs_for(2, teams, threads, 0);
+    struct fake_dispatch d;
+
+    CHECK_ST(plugin_data_alloc(dev, sizeof(host), 3, &out, &err), TETHER_OK);
+    args[0] = out;
+    args[1] = (void *)(intptr_t)n;
+    CHECK_ST(plugin_launch_kernel(dev, table->EntriesBegin[0].addr, args, offsets, &k, async, &err),
+             TETHER_OK);
+    memset(host, 0, sizeof(host));
+    CHECK_ST(
+        plugin_data_retrieve(dev, host, out, (int64_t)(threads * sizeof(int32_t)), async, &err),
+        TETHER_OK);
+    if (async != NULL) {
+        CHECK_ST(plugin_async_sync(dev, async, &err), TETHER_OK);
+        CHECK(async->Queue == NULL);
+    }
+    for (uint32_t i = 0; i < threads; i++)
+        CHECK(host[i] == n + (int32_t)threads);
+    if (async == NULL) { /* threads racing on the fake's one record skip this */
+        fake_last(&d);
+        CHECK(strcmp(d.kernel, "tether_raw") == 0);
+        CHECK(d.setup == 1 && d.workgroup_size[0] == threads && d.grid_size[0] == teams * threads);
+        CHECK(d.workgroup_size[1] == 1 && d.grid_size[2] == 1);
+        CHECK(memcmp(d.kernarg, &out, 8) == 0);
+    }
+    CHECK_ST(plugin_data_delete(dev, out, 3, &err), TETHER_OK);
+}
+
+static int mode_gpu(const char *raw_path, const char *omp_path)
+{
+    struct plugin *plugin = NULL;
+    struct plugin_device *dev = NULL;
+    struct tether_error err = {{0}};
+    struct image raw, omp;
+    struct tgt_target_table *raw_table, *omp_table;
+    struct tgt_async_info a1 = {NULL}, a2 = {NULL};
+    struct fake_stats s0, s1;
+    struct fake_dispatch d;
+    char saxpy[256], bump[256], name[128];
+    uint8_t pattern[8192], back[8192];
+    void *dmem = NULL, *hmem = NULL, *locked = NULL, *ev = NULL;
+    int32_t value = 0;
+    struct tgt_device_environment env;
+
+    CHECK_ST(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    bind_fake();
+    CHECK(plugin->num_devices == 1);
+    CHECK_ST(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    plugin_backend_ops.device_name(dev, name, sizeof(name));
+    printf("device: %s\n", name);
+    CHECK(strcmp(name, "Fake Instinct 0 (gfx90a:sramecc+:xnack-)") == 0);
+    CHECK(dev->limits.warp_size == 64 && dev->limits.max_threads == 1024);
+    CHECK(dev->limits.default_threads == 256 && dev->limits.default_teams == 104 * 4);
+    CHECK(dev->limits.max_teams == UINT32_MAX / 1024);
+
+    /* memory kinds; pageable transfers lock the host buffer for the copy only */
+    for (size_t i = 0; i < sizeof(pattern); i++)
+        pattern[i] = (uint8_t)(i * 7 + 3);
+    CHECK_ST(plugin_data_alloc(dev, sizeof(pattern), 0, &dmem, &err), TETHER_OK);
+    s0 = stats();
+    CHECK_ST(plugin_data_submit(dev, dmem, pattern, sizeof(pattern), NULL, &err), TETHER_OK);
+    memset(back, 0, sizeof(back));
+    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
+    CHECK(memcmp(back, pattern, sizeof(back)) == 0);
+    s1 = stats();
+    CHECK(s1.lock_calls - s0.lock_calls == 2 && s1.live_locks == s0.live_locks);
+    CHECK(s1.copies - s0.copies == 2);
+
+    /* pinned: the agent pointer differs from the host pointer, and transfers use it without
+     * locking again */
+    CHECK_ST(plugin_data_lock(dev, back, sizeof(back), &locked, &err), TETHER_OK);
+    CHECK(locked != (void *)back && ((uintptr_t)locked & ~(1ull << 47)) == (uintptr_t)back);
+    s0 = stats();
+    memset(back, 0, sizeof(back));
+    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
+    CHECK(memcmp(back, pattern, sizeof(back)) == 0);
+    s1 = stats();
+    CHECK(s1.lock_calls == s0.lock_calls);
+    CHECK_ST(plugin_data_unlock(dev, back, &err), TETHER_OK);
+    CHECK(stats().live_locks == 0);
+
+    /* host memory: fine-grained, same address on both sides */
+    CHECK_ST(plugin_data_alloc(dev, 4096, 1, &hmem, &err), TETHER_OK);
+    memcpy(hmem, pattern, 4096);
+    s0 = stats();
+    CHECK_ST(plugin_data_submit(dev, dmem, hmem, 4096, NULL, &err), TETHER_OK);
+    CHECK(stats().lock_calls == s0.lock_calls);
+    CHECK_ST(plugin_data_delete(dev, hmem, 1, &err), TETHER_OK);
+
+    /* the plain kernel: kernargs, hidden arguments, geometry; synchronous then on a queue */
+    image_read(&raw, raw_path);
+    image_add(&raw, "tether_raw", 0);
+    CHECK(plugin_image_valid(plugin, &raw.tgt, "gfx90a"));
+    CHECK_ST(plugin_image_load(dev, &raw.tgt, &raw_table, &err), TETHER_OK);
+    check_raw_launch(dev, raw_table, NULL, 2, 64, 5);
+    fake_last(&d);
+    CHECK(d.kernarg_size == 272);
+    CHECK(d.kernarg[16] == 2 && d.kernarg[28] == 64 && d.kernarg[80] == 1); /* v5 hidden */
+    check_raw_launch(dev, raw_table, &a1, 3, 128, -9);
+    check_raw_launch(dev, raw_table, &a1, 1, 1024, 1000);
+
+    /* the OpenMP image: globals, the device environment, launch geometry of an SPMD kernel */
+    image_read(&omp, omp_path);
+    kernel_name(&omp, "_saxpy_l", saxpy, sizeof(saxpy));
+    kernel_name(&omp, "_bump_l", bump, sizeof(bump));
+    image_add(&omp, saxpy, 0);
+    image_add(&omp, bump, 0);
+    image_add(&omp, "tether_global", 4);
+    image_add(&omp, "tether_table", 128);
+    image_add(&omp, "__omp_rtl_device_environment", sizeof(env));
+    CHECK(plugin_image_valid(plugin, &omp.tgt, "gfx90a"));
+    CHECK_ST(plugin_image_load(dev, &omp.tgt, &omp_table, &err), TETHER_OK);
+    CHECK_ST(plugin_data_retrieve(dev, &value, omp_table->EntriesBegin[2].addr, 4, NULL, &err),
+             TETHER_OK);
+    CHECK(value == 42);
+    CHECK_ST(
+        plugin_data_retrieve(dev, &env, omp_table->EntriesBegin[4].addr, sizeof(env), NULL, &err),
+        TETHER_OK);
+    CHECK(env.NumDevices == 1 && env.DeviceNum == 0);
+    {
+        void *args[4] = {(void *)(uintptr_t)1000, dmem, (void *)(uintptr_t)0x40000000, dmem};
+        ptrdiff_t offsets[4] = {0, 0, 0, 16};
+        struct tgt_kernel_args k = kargs_for(4, 0, 0, 1000);
+        uint64_t arg3;
+
+        CHECK_ST(plugin_launch_kernel(dev, omp_table->EntriesBegin[0].addr, args, offsets, &k, NULL,
+                                      &err),
+                 TETHER_OK);
+        fake_last(&d);
+        CHECK(strcmp(d.kernel, saxpy) == 0);
+        /* SPMD, no clauses, trip count 1000: 256 threads, ceil(1000 / 256) = 4 teams */
+        CHECK(d.workgroup_size[0] == 256 && d.grid_size[0] == 4 * 256);
+        CHECK(d.group_segment_size == 1584 && d.kernarg_size == 32);
+        memcpy(&arg3, d.kernarg + 24, 8);
+        CHECK(arg3 == (uint64_t)(uintptr_t)dmem + 16);
+    }
+    /* a kernel launch compatible image check: an xnack+ image would not run on this agent */
+    {
+        struct plugin_image pi = {omp.bytes, omp.size, "gfx90a"};
+
+        CHECK(plugin_backend_ops.image_compatible(plugin, &pi));
+        pi.arch = "gfx90a:xnack+"; /* the ELF (xnack any) decides, not the arch string */
+        CHECK(plugin_backend_ops.image_compatible(plugin, &pi));
+    }
+
+    /* queues and events: the D2H on a2 must wait for the H2D on a1 */
+    for (size_t i = 0; i < sizeof(pattern); i++)
+        pattern[i] = (uint8_t)(255 - i);
+    CHECK_ST(plugin_event_create(dev, &ev, &err), TETHER_OK);
+    CHECK_ST(plugin_data_submit(dev, dmem, pattern, sizeof(pattern), &a1, &err), TETHER_OK);
+    CHECK_ST(plugin_event_record(dev, ev, &a1, &err), TETHER_OK);
+    CHECK_ST(plugin_event_wait(dev, ev, &a2, &err), TETHER_OK);
+    memset(back, 0, sizeof(back));
+    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), &a2, &err), TETHER_OK);
+    CHECK_ST(plugin_async_sync(dev, &a2, &err), TETHER_OK);
+    CHECK(memcmp(back, pattern, sizeof(back)) == 0);
+    CHECK_ST(plugin_event_sync(dev, ev, &err), TETHER_OK);
+    CHECK_ST(plugin_async_sync(dev, &a1, &err), TETHER_OK);
+    CHECK_ST(plugin_event_destroy(dev, ev, &err), TETHER_OK);
+    CHECK(a1.Queue == NULL && a2.Queue == NULL);
+
+    CHECK_ST(plugin_data_delete(dev, dmem, 0, &err), TETHER_OK);
+    plugin_destroy(plugin);
+    s1 = stats();
+    printf("copies %ld, dispatches %ld, barriers %ld, misuse %ld\n", s1.copies, s1.dispatches,
+           s1.barriers, s1.misuse);
+    CHECK(s1.misuse == 0);
+    CHECK(s1.live_allocs == 0 && s1.live_locks == 0 && s1.live_signals == 0);
+    CHECK(s1.live_queues == 0 && s1.live_executables == 0 && s1.live_readers == 0);
+    CHECK(s1.inits == 1 && s1.shutdowns == 1);
+    free(raw.bytes);
+    free(omp.bytes);
+    printf("gpu: ok\n");
+    return 0;
+}
+
+/* ---- faults -------------------------------------------------------------------------------- */
+
+/* The scenario under fault injection: returns the number of steps that failed. */
+static int fault_scenario(struct image *raw)
+{
+    struct plugin *plugin = NULL;
+    struct plugin_device *dev = NULL;
+    struct tether_error err = {{0}};
+    struct tgt_target_table *table;
+    struct tgt_async_info a = {NULL};
+    uint8_t buf[4096], back[4096], pinned[4096];
+    void *dmem = NULL, *locked = NULL, *ev = NULL;
+    int failed = 0;
+
+    memset(buf, 0x5a, sizeof(buf));
+    if (plugin_create(&plugin_backend_ops, &plugin, &err) != TETHER_OK)
+        return 1;
+    if (plugin->num_devices == 0 || plugin_device_get(plugin, 0, &dev, &err) != TETHER_OK) {
+        plugin_destroy(plugin);
+        return 1;
+    }
+    failed += plugin_data_alloc(dev, sizeof(buf), 0, &dmem, &err) != TETHER_OK;
+    if (dmem != NULL) {
+        failed += plugin_data_submit(dev, dmem, buf, sizeof(buf), NULL, &err) != TETHER_OK;
+        failed += plugin_data_submit(dev, dmem, buf, sizeof(buf), &a, &err) != TETHER_OK;
+        failed += plugin_data_retrieve(dev, back, dmem, sizeof(back), &a, &err) != TETHER_OK;
+        if (plugin_data_lock(dev, pinned, sizeof(pinned), &locked, &err) == TETHER_OK) {
+            failed +=
+                plugin_data_retrieve(dev, pinned, dmem, sizeof(pinned), &a, &err) != TETHER_OK;
+            failed += plugin_async_sync(dev, &a, &err) != TETHER_OK;
+            failed += plugin_data_unlock(dev, pinned, &err) != TETHER_OK;
+        } else {
+            failed++;
+        }
+        if (plugin_event_create(dev, &ev, &err) == TETHER_OK) {
+            failed += plugin_event_record(dev, ev, &a, &err) != TETHER_OK;
+            failed += plugin_event_wait(dev, ev, &a, &err) != TETHER_OK;
+            failed += plugin_event_destroy(dev, ev, &err) != TETHER_OK;
+        } else {
+            failed++;
+        }
+        if (plugin_image_load(dev, &raw->tgt, &table, &err) == TETHER_OK) {
+            void *args[2] = {dmem, (void *)(intptr_t)3};
+            ptrdiff_t offsets[2] = {0, 0};
+            struct tgt_kernel_args k = kargs_for(2, 1, 64, 0);
+
+            failed += plugin_launch_kernel(dev, table->EntriesBegin[0].addr, args, offsets, &k, &a,
+                                           &err) != TETHER_OK;
+            failed += plugin_launch_kernel(dev, table->EntriesBegin[0].addr, args, offsets, &k,
+                                           NULL, &err) != TETHER_OK;
+        } else {
+            failed++;
+        }
+        if (a.Queue != NULL)
+            failed += plugin_async_sync(dev, &a, &err) != TETHER_OK;
+        failed += plugin_data_delete(dev, dmem, 0, &err) != TETHER_OK;
+    }
+    plugin_destroy(plugin);
+    return failed;
+}
+
+static int mode_faults(const char *raw_path)
+{
+    static const struct {
+        const char *name;
+        int max_nth;
+    } points[] = {
+        {"hsa_iterate_agents", 0}, /* not a fail point: sanity of the list below */
+        {"hsa_amd_memory_pool_allocate", 5},
+        {"hsa_amd_agents_allow_access", 4},
+        {"hsa_amd_memory_lock", 4},
+        {"hsa_amd_memory_unlock", 5},
+        {"hsa_signal_create", 4},
+        {"hsa_amd_memory_async_copy", 5},
+        {"hsa_queue_create", 1},
+        {"hsa_code_object_reader_create_from_memory", 1},
+        {"hsa_executable_create_alt", 1},
+        {"hsa_executable_load_agent_code_object", 1},
+        {"hsa_executable_freeze", 1},
+        {"hsa_executable_get_symbol_by_name", 2},
+    };
+    struct image raw;
+    struct fake_stats s;
+    int runs = 0;
+
+    image_read(&raw, raw_path);
+    image_add(&raw, "tether_raw", 0);
+    /* load the fake (and check the scenario passes without faults) */
+    CHECK(fault_scenario(&raw) == 0);
+    bind_fake();
+    for (size_t p = 1; p < sizeof(points) / sizeof(points[0]); p++) {
+        for (int nth = 1; nth <= points[p].max_nth; nth++) {
+            struct fake_stats b = stats();
+            long locks;
+            int failed;
+
+            fake_fail(NULL, 0);
+            fake_fail(points[p].name, nth);
+            failed = fault_scenario(&raw);
+            fake_fail(NULL, 0);
+            s = stats();
+            runs++;
+            printf("%s #%d: %s, %d failed step(s)\n", points[p].name, nth,
+                   s.injected_failures > b.injected_failures ? "hit" : "not reached", failed);
+            locks = s.live_locks - b.live_locks;
+            /* a fault that was hit must be reported by some step, and only then; the exception
+             * is the unlock of a transfer's temporary lock after the data moved: a warning */
+            CHECK(s.injected_failures == b.injected_failures || failed > 0 ||
+                  strcmp(points[p].name, "hsa_amd_memory_unlock") == 0);
+            CHECK(s.injected_failures > b.injected_failures || failed == 0);
+            CHECK(locks == 0);
+            CHECK(s.live_allocs == 0 && s.live_signals == 0 && s.live_queues == 0);
+            CHECK(s.live_executables == 0 && s.live_readers == 0);
+        }
+    }
+    CHECK(stats().misuse == 0);
+    free(raw.bytes);
+    printf("faults: %d runs, ok\n", runs);
+    return 0;
+}
+
+/* ---- threads ------------------------------------------------------------------------------- */
+
+struct thread_arg {
+    struct plugin_device *dev;
+    struct tgt_target_table *table;
+    int index;
+};
+
+static void *thread_main(void *p)
+{
+    struct thread_arg *t = p;
+    struct tgt_async_info a = {NULL};
+
+    for (int i = 0; i < 25; i++)
+        check_raw_launch(t->dev, t->table, &a, 1 + (uint32_t)(i % 3), 64 * (1 + (uint32_t)t->index),
+                         t->index * 100 + i);
+    return NULL;
+}
+
+static int mode_threads(const char *raw_path)
+{
+    struct plugin *plugin = NULL;
+    struct plugin_device *dev = NULL;
+    struct tether_error err = {{0}};
+    struct tgt_target_table *table;
+    struct image raw;
+    pthread_t th[4];
+    struct thread_arg args[4];
+    struct fake_stats s;
+
+    CHECK_ST(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    bind_fake();
+    CHECK_ST(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    image_read(&raw, raw_path);
+    image_add(&raw, "tether_raw", 0);
+    CHECK_ST(plugin_image_load(dev, &raw.tgt, &table, &err), TETHER_OK);
+    for (int i = 0; i < 4; i++) {
+        args[i] = (struct thread_arg){dev, table, i};
+        CHECK(pthread_create(&th[i], NULL, thread_main, &args[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    plugin_destroy(plugin);
+    s = stats();
+    CHECK(s.misuse == 0 && s.dispatches == 100);
+    CHECK(s.live_allocs == 0 && s.live_signals == 0 && s.live_queues == 0 && s.live_locks == 0);
+    free(raw.bytes);
+    printf("threads: ok (%ld copies, %ld dispatches)\n", s.copies, s.dispatches);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "nodevice") == 0)
+        return mode_nodevice(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "refuse") == 0)
+        return mode_refuse(argv[2]);
+    if (argc == 2 && strcmp(argv[1], "initfail") == 0)
+        return mode_initfail();
+    if (argc == 2 && strcmp(argv[1], "system") == 0)
+        return mode_system();
+    if (argc == 4 && strcmp(argv[1], "wave32") == 0)
+        return mode_wave32(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "gpu") == 0)
+        return mode_gpu(argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "faults") == 0)
+        return mode_faults(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "threads") == 0)
+        return mode_threads(argv[2]);
+    fprintf(stderr,
+            "usage: %s nodevice MSG | refuse MSG | initfail | system | wave32 OMP90A OMP1030 | "
+            "gpu RAW OMP | faults RAW | threads RAW\n",
+            argv[0]);
+    return 2;
+}
