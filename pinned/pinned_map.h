@@ -36,7 +36,9 @@
  *  - Every function may be called from any number of threads at once, except
  *    pinned_map_destroy(), which must be the last call on the map.
  *  - pinned_map_lookup() and pinned_map_count() take no lock and never wait:
- *    they read an immutable snapshot published through an atomic pointer.
+ *    they read a snapshot of the live entries published through an atomic
+ *    pointer, write no shared memory, and retry only if a writer rewrote the
+ *    very buffer they were reading (two republishes during one lookup).
  *    Entries that are being pinned (pin() in flight) or unpinned are never
  *    visible to lookups.
  *  - Writers (lock/unlock/register/unregister) are serialised by one internal
