@@ -65,7 +65,11 @@ static void abi_init_once(void)
         return;
     }
     target = dlsym(RTLD_DEFAULT, "tether_rtl_probe_target");
-    plugin_probe_bind(plugin, target ? target : (void *)tether_rtl_probe_target);
+    if (target == NULL) {
+        target = tether_rtl_probe_target;
+    }
+    plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "probe address %p", target);
+    plugin_probe_bind(plugin, target);
     abi_plugin = plugin;
 }
 
