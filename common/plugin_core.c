@@ -111,8 +111,17 @@ void plugin_report(const struct plugin *plugin, int32_t id, const char *call,
                    tether_status_t status, const struct tether_error *err)
 {
     const char *msg = (err != NULL && err->msg[0] != '\0') ? err->msg : NULL;
+    int offset = -1;
 
-    if (id >= 0) {
+    if (plugin != NULL && plugin->state != NULL) {
+        offset = atomic_load(&plugin->state->global_offset);
+    }
+    if (id >= 0 && offset > 0) {
+        /* The plugin's devices do not start at OpenMP device 0: name both numbers. */
+        fprintf(stderr, "tether (%s): device %d (OpenMP device %d): %s failed: %s%s%s\n",
+                plugin_name(plugin), (int)id, offset + (int)id, call, tether_status_str(status),
+                msg ? ": " : "", msg ? msg : "");
+    } else if (id >= 0) {
         fprintf(stderr, "tether (%s): device %d: %s failed: %s%s%s\n", plugin_name(plugin), (int)id,
                 call, tether_status_str(status), msg ? ": " : "", msg ? msg : "");
     } else {
