@@ -687,9 +687,13 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             free &= free - 1;
             if (!rpc_try_take_(p, lane_mask, index, &out))
                 continue;
-            if (rpc_arch_is_first_lane(lane_mask)) {
-                p->headers[index].lane_mask = lane_mask;
-                p->headers[index].opcode = opcode;
+            /* Write the header only when it changes: a repeated call then
+             * leaves the header's cache line shared by both sides. */
+            struct rpc_header *header = &p->headers[index];
+            if (rpc_arch_is_first_lane(lane_mask) &&
+                (header->lane_mask != lane_mask || header->opcode != opcode)) {
+                header->lane_mask = lane_mask;
+                header->opcode = opcode;
             }
             *port_p = rpc_port_make_(p, index, lane_mask, opcode, out);
             return true;
