@@ -143,6 +143,11 @@ void cuda_driver_close(struct cuda_driver *drv)
     free(drv);
 }
 
+void cuda_driver_free(struct cuda_driver *drv)
+{
+    free(drv);
+}
+
 static tether_status_t cuda_result_to_status(CUresult result)
 {
     switch (result) {

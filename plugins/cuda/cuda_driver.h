@@ -281,6 +281,11 @@ tether_status_t cuda_driver_open(const char *library, struct cuda_driver **drv_p
  * NULL is accepted.  No CUDA object may be used afterwards. */
 void cuda_driver_close(struct cuda_driver *drv);
 
+/* Free drv but leave the library loaded: for a plugin shutting down at process exit, when
+ * libcuda's own exit handlers (and other users of libcuda in the process) may still run.  NULL
+ * is accepted. */
+void cuda_driver_free(struct cuda_driver *drv);
+
 /* The CUresult -> tether_status_t converter, used at every driver call site.
  *
  * CUDA_SUCCESS -> TETHER_OK, nothing logged.  Any other result is written to

@@ -1,0 +1,394 @@
+/*
+ * cuda_exec.c - streams as queues, events, modules, kernels and launches (cuda_plugin.h).
+ */
+#include "cuda_plugin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUDA_STATIC_SHARED_LIMIT (48u * 1024) /* dynamic shared memory without opting in */
+#define CUDA_JIT_LOG_BYTES 1024
+#define CUDA_JIT_ERROR_LOG_BUFFER 5            /* CUjit_option values (cuda.h) */
+#define CUDA_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6 /* in: capacity; out: bytes written */
+
+/* ---- queues --------------------------------------------------------------------------------- */
+
+tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue **queue_p,
+                                  struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct plugin_queue *q;
+    tether_status_t rc;
+
+    q = malloc(sizeof(*q));
+    if (q == NULL) {
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "queue");
+    }
+    rc = cuda_ctx_enter(cd, err);
+    if (rc == TETHER_OK) {
+        rc = cuda_stream_get(cd, &q->stream, err);
+    }
+    if (rc != TETHER_OK) {
+        free(q);
+        return rc;
+    }
+    *queue_p = q;
+    return TETHER_OK;
+}
+
+/* Common destroys a queue at shutdown or after its work failed: never reuse its stream. */
+void cuda_queue_destroy(struct plugin_device *dev, struct plugin_queue *queue)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct tether_error err;
+
+    if (cuda_ctx_enter(cd, &err) == TETHER_OK) {
+        cuda_log_teardown(cd, cd->drv->cuStreamDestroy(queue->stream),
+                          cuda_driver_symbol_names[CUDA_SLOT_cuStreamDestroy]);
+    }
+    free(queue);
+}
+
+tether_status_t cuda_queue_sync(struct plugin_device *dev, struct plugin_queue *queue,
+                                struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    tether_status_t rc = cuda_ctx_enter(cd, err);
+
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    return cuda_stream_sync(cd, queue->stream, "queued work", err);
+}
+
+tether_status_t cuda_queue_query(struct plugin_device *dev, struct plugin_queue *queue,
+                                 bool *done_p, struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    tether_status_t rc = cuda_ctx_enter(cd, err);
+    CUresult res;
+
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    res = cd->drv->cuStreamQuery(queue->stream);
+    if (res == CUDA_ERROR_NOT_READY) {
+        *done_p = false;
+        return TETHER_OK;
+    }
+    rc = cuda_driver_check(cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamQuery], err);
+    if (rc == TETHER_OK) {
+        *done_p = true;
+    }
+    return rc;
+}
+
+/* ---- events ----------------------------------------------------------------------------- */
+
+tether_status_t cuda_event_create(struct plugin_device *dev, struct plugin_event **event_p,
+                                  struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct plugin_event *ev;
+    tether_status_t rc;
+    CUevent event = NULL;
+
+    ev = malloc(sizeof(*ev));
+    if (ev == NULL) {
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "event");
+    }
+    pthread_mutex_lock(&cd->pool_lock);
+    if (cd->events_len > 0) {
+        event = cd->events[--cd->events_len];
+    }
+    pthread_mutex_unlock(&cd->pool_lock);
+    if (event == NULL) {
+        rc = cuda_ctx_enter(cd, err);
+        if (rc == TETHER_OK) {
+            rc = CUDA_CALL(cd->drv, err, cuEventCreate, &event, CU_EVENT_DISABLE_TIMING);
+        }
+        if (rc != TETHER_OK) {
+            free(ev);
+            return rc;
+        }
+    }
+    ev->event = event;
+    *event_p = ev;
+    return TETHER_OK;
+}
+
+void cuda_event_destroy(struct plugin_device *dev, struct plugin_event *event)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct tether_error err;
+
+    if (cuda_ctx_enter(cd, &err) == TETHER_OK) {
+        cuda_log_teardown(cd, cd->drv->cuEventDestroy(event->event),
+                          cuda_driver_symbol_names[CUDA_SLOT_cuEventDestroy]);
+    }
+    free(event);
+}
+
+tether_status_t cuda_event_record(struct plugin_device *dev, struct plugin_event *event,
+                                  struct plugin_queue *queue, struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    tether_status_t rc = cuda_ctx_enter(cd, err);
+
+    return rc != TETHER_OK ? rc
+                           : CUDA_CALL(cd->drv, err, cuEventRecord, event->event, queue->stream);
+}
+
+tether_status_t cuda_event_wait(struct plugin_device *dev, struct plugin_event *event,
+                                struct plugin_queue *queue, struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    tether_status_t rc = cuda_ctx_enter(cd, err);
+
+    return rc != TETHER_OK
+               ? rc
+               : CUDA_CALL(cd->drv, err, cuStreamWaitEvent, queue->stream, event->event, 0);
+}
+
+tether_status_t cuda_event_sync(struct plugin_device *dev, struct plugin_event *event,
+                                struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    tether_status_t rc = cuda_ctx_enter(cd, err);
+
+    return rc != TETHER_OK ? rc : CUDA_CALL(cd->drv, err, cuEventSynchronize, event->event);
+}
+
+/* ---- modules and kernels -------------------------------------------------------------------- */
+
+tether_status_t cuda_module_load(struct plugin_device *dev, const struct plugin_image *image,
+                                 struct plugin_module **module_p, struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct cuda_module *cm;
+    char log[CUDA_JIT_LOG_BYTES] = "";
+    CUjit_option options[] = {CUDA_JIT_ERROR_LOG_BUFFER, CUDA_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, (void *)(uintptr_t)sizeof(log)};
+    void *aligned = NULL;
+    const void *bytes = image->start;
+    tether_status_t rc;
+    CUresult res;
+
+    rc = cuda_ctx_enter(cd, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    cm = calloc(1, sizeof(*cm));
+    if (cm == NULL) {
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "module");
+    }
+    if ((uintptr_t)bytes % 8 != 0) {
+        /* ELF readers in the driver expect natural alignment; copy a misaligned image. */
+        aligned = malloc(image->size);
+        if (aligned == NULL) {
+            free(cm);
+            return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "aligned copy of the image");
+        }
+        memcpy(aligned, bytes, image->size);
+        bytes = aligned;
+    }
+    res = cd->drv->cuModuleLoadDataEx(&cm->module, bytes, 2, options, values);
+    free(aligned);
+    if (res != CUDA_SUCCESS) {
+        rc = cuda_driver_check(cd->drv, res, "cuModuleLoadDataEx", err);
+        if (log[0] != '\0') {
+            char msg[TETHER_ERROR_MSG_MAX];
+
+            log[strcspn(log, "\n")] = '\0';
+            snprintf(msg, sizeof(msg), "%s", err->msg);
+            plugin_error_set(err, rc, "%s (%s)", msg, log);
+        }
+        free(cm);
+        return rc;
+    }
+    *module_p = &cm->base;
+    return TETHER_OK;
+}
+
+void cuda_module_unload(struct plugin_device *dev, struct plugin_module *module)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct cuda_module *cm = container_of(module, struct cuda_module, base);
+    struct tether_error err;
+
+    if (cuda_ctx_enter(cd, &err) == TETHER_OK) {
+        cuda_log_teardown(cd, cd->drv->cuModuleUnload(cm->module),
+                          cuda_driver_symbol_names[CUDA_SLOT_cuModuleUnload]);
+    }
+    free(cm);
+}
+
+tether_status_t cuda_global_lookup(struct plugin_device *dev, struct plugin_module *module,
+                                   const char *name, void **addr_p, size_t *size_p,
+                                   struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct cuda_module *cm = container_of(module, struct cuda_module, base);
+    CUdeviceptr dptr = 0;
+    size_t bytes = 0;
+    tether_status_t rc;
+    CUresult res;
+
+    rc = cuda_ctx_enter(cd, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    res = cd->drv->cuModuleGetGlobal(&dptr, &bytes, cm->module, name);
+    if (res == CUDA_ERROR_NOT_FOUND) {
+        /* Expected for optional globals (the device environment): no log. */
+        return plugin_error_set(err, TETHER_ERR_NOT_FOUND, "no global %s in the image", name);
+    }
+    rc =
+        cuda_driver_check(cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuModuleGetGlobal], err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    *addr_p = (void *)(uintptr_t)dptr;
+    *size_p = bytes;
+    return TETHER_OK;
+}
+
+tether_status_t cuda_kernel_lookup(struct plugin_device *dev, struct plugin_module *module,
+                                   const char *name, struct plugin_kernel **kernel_p,
+                                   struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct cuda_module *cm = container_of(module, struct cuda_module, base);
+    struct cuda_kernel *ck;
+    int max_threads = 0;
+    tether_status_t rc;
+    CUresult res;
+
+    rc = cuda_ctx_enter(cd, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    ck = calloc(1, sizeof(*ck));
+    if (ck == NULL) {
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "kernel %s", name);
+    }
+    res = cd->drv->cuModuleGetFunction(&ck->func, cm->module, name);
+    if (res == CUDA_ERROR_NOT_FOUND) {
+        free(ck);
+        return plugin_error_set(err, TETHER_ERR_NOT_FOUND, "no kernel %s in the image", name);
+    }
+    rc = cuda_driver_check(cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuModuleGetFunction],
+                           err);
+    if (rc == TETHER_OK) {
+        /* Registers and shared memory may allow fewer threads than the device's limit. */
+        rc = CUDA_CALL(cd->drv, err, cuFuncGetAttribute, &max_threads,
+                       CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ck->func);
+    }
+    if (rc != TETHER_OK) {
+        free(ck);
+        return rc;
+    }
+    ck->base.max_threads = max_threads > 0 ? (uint32_t)max_threads : 0;
+    atomic_init(&ck->dyn_shared_set, 0);
+    *kernel_p = &ck->base;
+    return TETHER_OK;
+}
+
+void cuda_kernel_release(struct plugin_device *dev, struct plugin_kernel *kernel)
+{
+    (void)dev;
+    free(container_of(kernel, struct cuda_kernel, base));
+}
+
+/* More than 48 KiB of dynamic shared memory needs an explicit opt-in per kernel. */
+static tether_status_t cuda_kernel_shared(struct cuda_device *cd, struct cuda_kernel *ck,
+                                          uint32_t bytes, struct tether_error *err)
+{
+    uint32_t set = atomic_load_explicit(&ck->dyn_shared_set, memory_order_relaxed);
+    tether_status_t rc;
+
+    if (bytes <= CUDA_STATIC_SHARED_LIMIT || bytes <= set) {
+        return TETHER_OK;
+    }
+    if (cd->max_shared_optin > 0 && bytes > (uint32_t)cd->max_shared_optin) {
+        return plugin_error_set(err, TETHER_ERR_INVALID,
+                                "kernel %s: %u bytes of dynamic shared memory, the device allows "
+                                "%d",
+                                ck->base.name, bytes, cd->max_shared_optin);
+    }
+    rc = CUDA_CALL(cd->drv, err, cuFuncSetAttribute, ck->func,
+                   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
+    if (rc == TETHER_OK) {
+        /* Concurrent launches may race here; the larger value wins, and setting it twice is
+         * harmless. */
+        while (set < bytes &&
+               !atomic_compare_exchange_weak_explicit(&ck->dyn_shared_set, &set, bytes,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+        }
+    }
+    return rc;
+}
+
+tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *kernel,
+                            const struct plugin_launch *launch, struct plugin_queue *queue,
+                            struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    struct cuda_kernel *ck = container_of(kernel, struct cuda_kernel, base);
+    void *stack_params[32];
+    void **params = stack_params;
+    CUstream stream;
+    bool borrowed = false;
+    tether_status_t rc;
+
+    rc = cuda_ctx_enter(cd, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    rc = cuda_kernel_shared(cd, ck, launch->dyn_shared_mem, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    if (launch->num_args > sizeof(stack_params) / sizeof(stack_params[0])) {
+        params = malloc(launch->num_args * sizeof(*params));
+        if (params == NULL) {
+            return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "%u kernel parameters",
+                                    (unsigned)launch->num_args);
+        }
+    }
+    /* kernelParams[i] points at the i-th pointer-sized parameter value. */
+    for (uint32_t i = 0; i < launch->num_args; i++) {
+        params[i] = &launch->args[i];
+    }
+    if (queue != NULL) {
+        stream = queue->stream;
+    } else {
+        rc = cuda_stream_get(cd, &stream, err);
+        if (rc != TETHER_OK) {
+            goto free_params;
+        }
+        borrowed = true;
+    }
+    rc = CUDA_CALL(cd->drv, err, cuLaunchKernel, ck->func, launch->num_teams, 1, 1,
+                   launch->num_threads, 1, 1, launch->dyn_shared_mem, stream, params, NULL);
+    if (rc != TETHER_OK) {
+        char msg[TETHER_ERROR_MSG_MAX];
+
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        plugin_error_set(err, rc, "kernel %s (%u teams x %u threads, %u bytes shared): %s",
+                         kernel->name, launch->num_teams, launch->num_threads,
+                         launch->dyn_shared_mem, msg);
+    }
+    if (borrowed) {
+        if (rc == TETHER_OK) {
+            rc = cuda_stream_sync(cd, stream, kernel->name, err);
+        }
+        cuda_stream_put(cd, stream, rc != TETHER_OK);
+    }
+free_params:
+    if (params != stack_params) {
+        free(params);
+    }
+    return rc;
+}

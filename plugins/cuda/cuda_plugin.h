@@ -1,0 +1,156 @@
+/*
+ * cuda_plugin.h - the CUDA backend's objects, shared by its files (private to plugins/cuda).
+ *
+ * Role: the primitives of common/plugin.h for NVIDIA GPUs through the CUDA driver API
+ * (cuda_driver.h).  Split by subject: cuda_plugin.c (plugin, devices, the ops table),
+ * cuda_memory.c (allocation kinds, copies, pinning), cuda_exec.c (streams, events, modules,
+ * kernels, launch).  Design notes: docs/cuda.md.
+ *
+ * Invariants:
+ *  - Each device uses its PRIMARY context, retained in device_create and released in
+ *    device_destroy.  Every slot that calls the driver first makes that context current on the
+ *    calling thread (cuda_ctx_enter), so any thread may call any slot.
+ *  - Streams are created CU_STREAM_NON_BLOCKING: no implicit synchronisation with the legacy
+ *    default stream (user CUDA code in the same process does not serialise with us).
+ *  - Synchronous operations (a slot called with queue NULL) borrow a stream from the device's
+ *    pool, synchronise it and give it back; nothing uses the legacy default stream.
+ *
+ * Locking: struct cuda_device's stream pool is protected by pool_lock (held only to push/pop);
+ * everything else in the backend objects is written before the object is published to common
+ * and read-only afterwards, except cuda_kernel.dyn_shared_set (atomic).
+ */
+#ifndef TETHER_CUDA_PLUGIN_H
+#define TETHER_CUDA_PLUGIN_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cuda_driver.h"
+#include "plugin.h"
+
+/* The plugin: the driver and what plugin_create learnt about each device. */
+struct cuda_plugin {
+    struct plugin base;
+    struct cuda_driver *drv;
+    int driver_version; /* cuDriverGetVersion, e.g. 13000 */
+    int *cc_major;      /* compute capability of each device, for image_compatible() */
+    int *cc_minor;
+};
+
+/* A device: primary context, attributes, the pool of idle streams. */
+struct cuda_device {
+    struct plugin_device base;
+    struct cuda_driver *drv;
+    CUdevice cu_dev;
+    CUcontext ctx;
+    char name[128];
+    int cc_major, cc_minor;
+    int sm_count, warp_size, max_block_x, max_grid_x;
+    int max_shared_optin; /* bytes of dynamic shared memory a kernel may opt into */
+    size_t total_mem;
+    pthread_mutex_t pool_lock;
+    CUstream *pool; /* idle streams */
+    size_t pool_len, pool_cap;
+    size_t initial_events; /* LIBOMPTARGET_NUM_INITIAL_EVENTS, precreated into events */
+    CUevent *events;
+    size_t events_len;
+};
+
+/* A queue of common's contract: one CUDA stream. */
+struct plugin_queue {
+    CUstream stream;
+};
+
+/* An event: one CUDA event (timing disabled). */
+struct plugin_event {
+    CUevent event;
+};
+
+struct cuda_module {
+    struct plugin_module base;
+    CUmodule module;
+};
+
+struct cuda_kernel {
+    struct plugin_kernel base;
+    CUfunction func;
+    _Atomic uint32_t dyn_shared_set; /* dynamic shared memory opted into so far (> 48 KiB) */
+};
+
+static inline struct cuda_plugin *cuda_plugin_of(struct plugin *plugin)
+{
+    return container_of(plugin, struct cuda_plugin, base);
+}
+
+static inline struct cuda_device *cuda_device_of(struct plugin_device *dev)
+{
+    return container_of(dev, struct cuda_device, base);
+}
+
+/* Make the device's primary context current on the calling thread. */
+tether_status_t cuda_ctx_enter(struct cuda_device *cd, struct tether_error *err);
+
+/* Borrow an idle stream of the device (creating one when the pool is empty) / give it back.
+ * cuda_stream_put() destroys the stream instead when `broken` (it saw an error). */
+tether_status_t cuda_stream_get(struct cuda_device *cd, CUstream *stream_p,
+                                struct tether_error *err);
+void cuda_stream_put(struct cuda_device *cd, CUstream stream, bool broken);
+
+/* Wait for a stream and convert its first error; names `what` in the message. */
+tether_status_t cuda_stream_sync(struct cuda_device *cd, CUstream stream, const char *what,
+                                 struct tether_error *err);
+
+/* Slots, by file. */
+tether_status_t cuda_alloc(struct plugin_device *dev, size_t size, enum plugin_alloc_kind kind,
+                           void **ptr_p, struct tether_error *err);
+tether_status_t cuda_free(struct plugin_device *dev, void *ptr, enum plugin_alloc_kind kind,
+                          struct tether_error *err);
+tether_status_t cuda_memcpy_h2d(struct plugin_device *dev, void *dst, const void *src, size_t size,
+                                const void *host_dev, struct plugin_queue *queue,
+                                struct tether_error *err);
+tether_status_t cuda_memcpy_d2h(struct plugin_device *dev, void *dst, const void *src, size_t size,
+                                void *host_dev, struct plugin_queue *queue,
+                                struct tether_error *err);
+tether_status_t cuda_memcpy_d2d(struct plugin_device *dst_dev, void *dst,
+                                struct plugin_device *src_dev, const void *src, size_t size,
+                                struct plugin_queue *queue, struct tether_error *err);
+tether_status_t cuda_host_register(struct plugin_device *dev, void *ptr, size_t size,
+                                   void **dev_ptr_p, bool *external_p, struct tether_error *err);
+tether_status_t cuda_host_unregister(struct plugin_device *dev, void *base, size_t size,
+                                     struct tether_error *err);
+
+tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue **queue_p,
+                                  struct tether_error *err);
+void cuda_queue_destroy(struct plugin_device *dev, struct plugin_queue *queue);
+tether_status_t cuda_queue_sync(struct plugin_device *dev, struct plugin_queue *queue,
+                                struct tether_error *err);
+tether_status_t cuda_queue_query(struct plugin_device *dev, struct plugin_queue *queue,
+                                 bool *done_p, struct tether_error *err);
+tether_status_t cuda_event_create(struct plugin_device *dev, struct plugin_event **event_p,
+                                  struct tether_error *err);
+void cuda_event_destroy(struct plugin_device *dev, struct plugin_event *event);
+tether_status_t cuda_event_record(struct plugin_device *dev, struct plugin_event *event,
+                                  struct plugin_queue *queue, struct tether_error *err);
+tether_status_t cuda_event_wait(struct plugin_device *dev, struct plugin_event *event,
+                                struct plugin_queue *queue, struct tether_error *err);
+tether_status_t cuda_event_sync(struct plugin_device *dev, struct plugin_event *event,
+                                struct tether_error *err);
+tether_status_t cuda_module_load(struct plugin_device *dev, const struct plugin_image *image,
+                                 struct plugin_module **module_p, struct tether_error *err);
+void cuda_module_unload(struct plugin_device *dev, struct plugin_module *module);
+tether_status_t cuda_global_lookup(struct plugin_device *dev, struct plugin_module *module,
+                                   const char *name, void **addr_p, size_t *size_p,
+                                   struct tether_error *err);
+tether_status_t cuda_kernel_lookup(struct plugin_device *dev, struct plugin_module *module,
+                                   const char *name, struct plugin_kernel **kernel_p,
+                                   struct tether_error *err);
+void cuda_kernel_release(struct plugin_device *dev, struct plugin_kernel *kernel);
+tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *kernel,
+                            const struct plugin_launch *launch, struct plugin_queue *queue,
+                            struct tether_error *err);
+
+/* Log a failure that cannot be returned (destroy paths): at debug level when the driver is
+ * already shutting down (process exit), as a warning otherwise. */
+void cuda_log_teardown(struct cuda_device *cd, CUresult result, const char *call);
+
+#endif /* TETHER_CUDA_PLUGIN_H */
