@@ -193,6 +193,44 @@ static inline bool dev_cas32(uint32_t *p, uint32_t expected, uint32_t desired)
 #endif
 }
 
+static inline void dev_store_relaxed64(uint64_t *p, uint64_t v)
+{
+#if defined(RPC_ARCH_NVPTX)
+    *(volatile uint64_t *)p = v;
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* The read side of a seqlock: the data loads (dev_seq_load*) must complete
+ * before the second load of the sequence word that follows dev_seq_fence().
+ * GPUs: relaxed loads and one fence.  Host: acquire loads and no fence (which
+ * ThreadSanitizer understands, unlike a lone fence). */
+static inline uint64_t dev_seq_load64(const uint64_t *p)
+{
+#if defined(RPC_ARCH_HOST)
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#else
+    return dev_load_relaxed64(p);
+#endif
+}
+
+static inline uint32_t dev_seq_load32(const uint32_t *p)
+{
+#if defined(RPC_ARCH_HOST)
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#else
+    return dev_load_relaxed32(p);
+#endif
+}
+
+static inline void dev_seq_fence(void)
+{
+#if defined(RPC_ARCH_NVPTX) || defined(RPC_ARCH_AMDGCN)
+    DEV_FENCE_();
+#endif
+}
+
 static inline void dev_store_release64(uint64_t *p, uint64_t v)
 {
 #if defined(RPC_ARCH_NVPTX)

@@ -46,7 +46,11 @@ extern void *__libc_realloc(void *, size_t);
 #define MAGIC 0x70616568u /* "heap" */
 
 enum { KIND_SLAB = 1, KIND_SPAN = 2, KIND_LARGE = 3 };
+/* Region slot states: the low 2 bits of `state`; the rest counts reuses, so
+ * a reader can tell that a slot changed under it (a seqlock). */
 enum { REG_FREE = 0, REG_BUSY = 1, REG_LIVE = 2, REG_DEAD = 3 };
+#define REG_STATE(s) ((s)&3u)
+#define REG_GEN 4u
 
 DEV_BEGIN
 
@@ -77,12 +81,23 @@ static uint32_t *slab_bitmap(struct dev_block_hdr *s)
     return (uint32_t *)(s + 1);
 }
 
+/* A chunk or large block.  base/size/kind are written while the slot is
+ * BUSY and read atomically between two loads of `state`. */
 struct dev_region {
     uint64_t base;
     uint64_t size;
     uint64_t used; /* chunk: units carved */
     uint32_t state;
     uint32_t kind; /* KIND_SLAB (a chunk) or KIND_LARGE */
+};
+
+/* What region_find saw. */
+struct dev_region_view {
+    struct dev_region *r;
+    uint64_t base;
+    uint64_t size;
+    uint32_t kind;
+    uint32_t state;
 };
 
 struct dev_heap {
@@ -130,10 +145,15 @@ static struct dev_region *region_add(uint64_t base, uint64_t size, uint32_t kind
     struct dev_heap *h = &dev_heap;
     uint64_t n = dev_load_acquire64(&h->nregions);
     struct dev_region *r = (struct dev_region *)0;
+    uint32_t gen = 0;
     for (uint64_t i = 0; i < n && i < NREGIONS && r == (struct dev_region *)0; i++) {
         struct dev_region *c = &h->regions[i];
-        if (dev_load_relaxed32(&c->state) == REG_DEAD && dev_cas32(&c->state, REG_DEAD, REG_BUSY))
+        uint32_t st = dev_load_relaxed32(&c->state);
+        if (REG_STATE(st) == REG_DEAD &&
+            dev_cas32(&c->state, st, st - REG_DEAD + REG_GEN + REG_BUSY)) {
             r = c;
+            gen = st - REG_DEAD + REG_GEN;
+        }
     }
     if (r == (struct dev_region *)0) {
         uint64_t i = dev_fetch_add64(&h->nregions, 1);
@@ -141,15 +161,16 @@ static struct dev_region *region_add(uint64_t base, uint64_t size, uint32_t kind
             return (struct dev_region *)0;
         r = &h->regions[i];
     }
-    r->base = base;
-    r->size = size;
-    r->used = 0;
-    r->kind = kind;
-    dev_store_release32(&r->state, REG_LIVE);
+    dev_store_relaxed64(&r->base, base);
+    dev_store_relaxed64(&r->size, size);
+    dev_store_relaxed64(&r->used, 0);
+    dev_store_relaxed32(&r->kind, kind);
+    dev_store_release32(&r->state, gen + REG_LIVE);
     return r;
 }
 
-static struct dev_region *region_find(uint64_t p)
+/* Finds the live region holding p (a seqlock read of each slot). */
+static bool region_find(uint64_t p, struct dev_region_view *v)
 {
     struct dev_heap *h = &dev_heap;
     uint64_t n = dev_load_acquire64(&h->nregions);
@@ -157,12 +178,24 @@ static struct dev_region *region_find(uint64_t p)
         n = NREGIONS;
     for (uint64_t i = 0; i < n; i++) {
         struct dev_region *r = &h->regions[i];
-        if (dev_load_acquire32(&r->state) != REG_LIVE)
-            continue;
-        if (p >= r->base && p - r->base < r->size)
-            return r;
+        for (;;) {
+            uint32_t s1 = dev_load_acquire32(&r->state);
+            if (REG_STATE(s1) != REG_LIVE)
+                break;
+            uint64_t base = dev_seq_load64(&r->base);
+            uint64_t size = dev_seq_load64(&r->size);
+            uint32_t kind = dev_seq_load32(&r->kind);
+            dev_seq_fence();
+            if (dev_load_relaxed32(&r->state) != s1)
+                continue; /* reused meanwhile: read again */
+            if (p >= base && p - base < size) {
+                *v = (struct dev_region_view){r, base, size, kind, s1};
+                return true;
+            }
+            break;
+        }
     }
-    return (struct dev_region *)0;
+    return false;
 }
 
 /* ---- chunks --------------------------------------------------------------------------------- */
@@ -175,12 +208,12 @@ static uint64_t carve(uint64_t units)
     for (;;) {
         uint64_t cur = dev_load_acquire64(&h->cur);
         if (cur != 0) {
-            struct dev_region *r = &h->regions[cur - 1];
-            uint64_t total = r->size >> UNIT_SHIFT;
+            struct dev_region *r = &h->regions[cur - 1]; /* chunks never die */
+            uint64_t total = dev_load_relaxed64(&r->size) >> UNIT_SHIFT;
             if (dev_load_relaxed64(&r->used) + units <= total) {
                 uint64_t at = dev_fetch_add64(&r->used, units);
                 if (at + units <= total)
-                    return r->base + (at << UNIT_SHIFT);
+                    return dev_load_relaxed64(&r->base) + (at << UNIT_SHIFT);
             }
         }
         /* The chunk is used up: one thread asks the host for the next one. */
@@ -359,7 +392,8 @@ static struct dev_block_hdr *span_pop(uint32_t b)
         uint64_t s = old & ~(UNIT - 1);
         if (s == 0)
             return (struct dev_block_hdr *)0;
-        uint64_t next = ((struct dev_block_hdr *)(uintptr_t)s)->next;
+        /* s may be popped and reused meanwhile: the tag makes the CAS fail then. */
+        uint64_t next = dev_load_relaxed64(&((struct dev_block_hdr *)(uintptr_t)s)->next);
         uint64_t tag = (old + 1) & (UNIT - 1);
         if (dev_cas64(head, old, (next & ~(UNIT - 1)) | tag))
             return (struct dev_block_hdr *)(uintptr_t)s;
@@ -371,7 +405,7 @@ static void span_push(struct dev_block_hdr *s)
     uint64_t *head = &dev_heap.span_free[s->cls];
     for (;;) {
         uint64_t old = dev_load_acquire64(head);
-        s->next = old & ~(UNIT - 1);
+        dev_store_relaxed64(&s->next, old & ~(UNIT - 1));
         uint64_t tag = (old + 1) & (UNIT - 1);
         if (dev_cas64(head, old, (uint64_t)(uintptr_t)s | tag))
             return;
@@ -394,7 +428,7 @@ static void *span_alloc(uint64_t size, uint64_t offset)
         s->size = (1ull << b) << UNIT_SHIFT;
     }
     s->first = (uint32_t)offset;
-    s->next = 0;
+    dev_store_relaxed64(&s->next, 0);
     return (void *)((uintptr_t)s + offset);
 }
 
@@ -455,17 +489,15 @@ void *tether_device_calloc(uint64_t n, uint64_t size)
 }
 
 /* The header of a block we handed out, or NULL if p is not ours. */
-static struct dev_block_hdr *block_of(uint64_t p, struct dev_region **region_p)
+static struct dev_block_hdr *block_of(uint64_t p, struct dev_region_view *v)
 {
-    struct dev_region *r = region_find(p);
-    if (r == (struct dev_region *)0)
+    if (!region_find(p, v))
         return (struct dev_block_hdr *)0;
     struct dev_block_hdr *s = (struct dev_block_hdr *)(uintptr_t)(p & ~(UNIT - 1));
-    if (r->kind == KIND_LARGE)
-        s = (struct dev_block_hdr *)(uintptr_t)r->base;
+    if (v->kind == KIND_LARGE)
+        s = (struct dev_block_hdr *)(uintptr_t)v->base;
     if (s->magic != MAGIC)
         return (struct dev_block_hdr *)0;
-    *region_p = r;
     return s;
 }
 
@@ -485,8 +517,8 @@ void tether_device_free(void *ptr)
     if (ptr == (void *)0)
         return;
     uint64_t p = (uint64_t)(uintptr_t)ptr;
-    struct dev_region *r = (struct dev_region *)0;
-    struct dev_block_hdr *s = block_of(p, &r);
+    struct dev_region_view v;
+    struct dev_block_hdr *s = block_of(p, &v);
     if (s == (struct dev_block_hdr *)0) {
         foreign_free(ptr);
         return;
@@ -500,8 +532,8 @@ void tether_device_free(void *ptr)
         return;
     case KIND_LARGE:
         s->magic = 0;
-        dev_store_release32(&r->state, REG_DEAD);
-        host_free(r->base);
+        dev_store_release32(&v.r->state, v.state - REG_LIVE + REG_DEAD);
+        host_free(v.base);
         return;
     default:
         foreign_free(ptr);
@@ -518,8 +550,8 @@ void *tether_device_realloc(void *ptr, uint64_t size)
         return (void *)0;
     }
     uint64_t p = (uint64_t)(uintptr_t)ptr;
-    struct dev_region *r = (struct dev_region *)0;
-    struct dev_block_hdr *s = block_of(p, &r);
+    struct dev_region_view v;
+    struct dev_block_hdr *s = block_of(p, &v);
     uint64_t usable;
     if (s == (struct dev_block_hdr *)0) {
 #if RPC_ARCH_SIMT

@@ -6,11 +6,13 @@
 #ifndef TETHER_SVC_TEST_H
 #define TETHER_SVC_TEST_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static int svc_failures;
-static int svc_checks;
+/* Atomic: tests check from several threads at once. */
+static atomic_int svc_failures;
+static atomic_int svc_checks;
 
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
@@ -25,11 +27,12 @@ static int svc_checks;
 
 static inline int svc_test_exit(const char *name)
 {
-    if (svc_failures == 0) {
-        printf("%s: %d checks passed\n", name, svc_checks);
+    if (atomic_load(&svc_failures) == 0) {
+        printf("%s: %d checks passed\n", name, atomic_load(&svc_checks));
         return 0;
     }
-    fprintf(stderr, "%s: %d of %d checks FAILED\n", name, svc_failures, svc_checks);
+    fprintf(stderr, "%s: %d of %d checks FAILED\n", name, atomic_load(&svc_failures),
+            atomic_load(&svc_checks));
     return 1;
 }
 
