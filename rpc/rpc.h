@@ -687,11 +687,13 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             free &= free - 1;
             if (!rpc_try_take_(p, lane_mask, index, &out))
                 continue;
-            /* Write the header only when it changes: a repeated call then
-             * leaves the header's cache line shared by both sides. */
+            /* Host: write the header only when it changes, so a repeated
+             * call leaves its cache line shared by both sides.  A GPU always
+             * writes: its stores to host memory are posted, a read is a
+             * round trip over the link. */
             struct rpc_header *header = &p->headers[index];
             if (rpc_arch_is_first_lane(lane_mask) &&
-                (header->lane_mask != lane_mask || header->opcode != opcode)) {
+                (RPC_ARCH_SIMT || header->lane_mask != lane_mask || header->opcode != opcode)) {
                 header->lane_mask = lane_mask;
                 header->opcode = opcode;
             }
