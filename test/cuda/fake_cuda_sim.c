@@ -1,0 +1,409 @@
+/*
+ * fake_cuda_sim.c - a libcuda.so.1 that simulates one GPU in host memory, so that tether's CUDA
+ * plugin can be driven through Debian's libomptarget on a machine without a GPU
+ * (test_plugin_sim.c).  Device memory is malloc'ed, copies are memcpy, streams complete work
+ * at once, modules load any ELF, and kernel launches are only counted: no device code runs.
+ * Registration follows the real driver's rules that the plugin relies on: registering an
+ * address inside a registered range -> CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, unregistering
+ * anything but a base -> CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.
+ *
+ * Counters are exported as `fake_cuda_sim_stats` for the test to read through dlsym.  Linked with
+ * fake_cuda_stubs.c (every other entry point returns CUDA_ERROR_NOT_SUPPORTED).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_driver.h"
+
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wmissing-prototypes"
+
+struct fake_cuda_sim_stats {
+    int inits, ctx_retains, ctx_releases, ctx_set_current;
+    int registers, unregisters, register_failures;
+    int allocs, frees, host_allocs, host_frees, managed_allocs;
+    int h2d, d2h, d2d, launches, modules_loaded, modules_unloaded;
+    int streams_created, streams_destroyed, events_created, events_destroyed;
+    unsigned last_grid, last_block, last_shared, primary_flags;
+    size_t stack_limit, heap_limit;
+};
+
+__attribute__((visibility("default"))) struct fake_cuda_sim_stats fake_cuda_sim_stats;
+
+#define MAX_REGISTERED 64
+
+static pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char *base;
+    size_t size;
+} registered[MAX_REGISTERED];
+static int ctx_active;
+static struct CUctx_st {
+    int dummy;
+} sim_ctx;
+
+#define COUNT(field)                                                                               \
+    do {                                                                                           \
+        pthread_mutex_lock(&sim_lock);                                                             \
+        fake_cuda_sim_stats.field++;                                                               \
+        pthread_mutex_unlock(&sim_lock);                                                           \
+    } while (0)
+
+CUresult cuInit(unsigned int flags)
+{
+    COUNT(inits);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *version)
+{
+    *version = 13000;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorName(CUresult error, const char **str)
+{
+    *str = error == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED ? "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
+                                                          : "CUDA_ERROR_SIM";
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **str)
+{
+    *str = "simulated driver";
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+    *count = 1;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    if (ordinal != 0) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    strncpy(name, "Simulated GPU", (size_t)len);
+    name[len - 1] = '\0';
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
+{
+    switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        *value = 9;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        *value = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+        *value = 32;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+        *value = 1024;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+        *value = 2147483647;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        *value = 132;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+        *value = 232448;
+        break;
+    default:
+        *value = 1;
+        break;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    *bytes = (size_t)80 << 30;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    *flags = fake_cuda_sim_stats.primary_flags;
+    *active = ctx_active;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    fake_cuda_sim_stats.primary_flags = flags;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    COUNT(ctx_retains);
+    ctx_active = 1;
+    *ctx = &sim_ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    COUNT(ctx_releases);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    COUNT(ctx_set_current);
+    return ctx == &sim_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    if (limit == CU_LIMIT_STACK_SIZE) {
+        fake_cuda_sim_stats.stack_limit = value;
+    } else if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
+        fake_cuda_sim_stats.heap_limit = value;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
+{
+    COUNT(streams_created);
+    *stream = malloc(16);
+    return *stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuStreamDestroy_v2(CUstream stream)
+{
+    COUNT(streams_destroyed);
+    free(stream);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream stream)
+{
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamQuery(CUstream stream)
+{
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
+{
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventCreate(CUevent *event, unsigned int flags)
+{
+    COUNT(events_created);
+    *event = malloc(16);
+    return *event ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuEventDestroy_v2(CUevent event)
+{
+    COUNT(events_destroyed);
+    free(event);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent event, CUstream stream)
+{
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent event)
+{
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
+{
+    *free_bytes = *total_bytes = (size_t)80 << 30;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
+{
+    void *p = malloc(bytes);
+
+    if (p == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    COUNT(allocs);
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    COUNT(frees);
+    free((void *)(uintptr_t)dptr);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags)
+{
+    *ptr = malloc(bytes);
+    if (*ptr == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    COUNT(host_allocs);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFreeHost(void *ptr)
+{
+    COUNT(host_frees);
+    free(ptr);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
+{
+    void *p = malloc(bytes);
+
+    if (p == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    COUNT(managed_allocs);
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister_v2(void *ptr, size_t bytes, unsigned int flags)
+{
+    char *p = ptr;
+    CUresult res = CUDA_ERROR_OUT_OF_MEMORY;
+
+    pthread_mutex_lock(&sim_lock);
+    for (int i = 0; i < MAX_REGISTERED; i++) {
+        if (registered[i].base != NULL && p < registered[i].base + registered[i].size &&
+            registered[i].base < p + bytes) {
+            res = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+            goto out;
+        }
+    }
+    for (int i = 0; i < MAX_REGISTERED; i++) {
+        if (registered[i].base == NULL) {
+            registered[i].base = p;
+            registered[i].size = bytes;
+            fake_cuda_sim_stats.registers++;
+            res = CUDA_SUCCESS;
+            goto out;
+        }
+    }
+out:
+    if (res != CUDA_SUCCESS) {
+        fake_cuda_sim_stats.register_failures++;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return res;
+}
+
+CUresult cuMemHostUnregister(void *ptr)
+{
+    CUresult res = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+
+    pthread_mutex_lock(&sim_lock);
+    for (int i = 0; i < MAX_REGISTERED; i++) {
+        if (registered[i].base == ptr) {
+            registered[i].base = NULL;
+            fake_cuda_sim_stats.unregisters++;
+            res = CUDA_SUCCESS;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return res;
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr, unsigned int flags)
+{
+    *dptr = (CUdeviceptr)(uintptr_t)ptr; /* unified addressing */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream)
+{
+    COUNT(h2d);
+    memcpy((void *)(uintptr_t)dst, src, bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream stream)
+{
+    COUNT(d2h);
+    memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
+{
+    COUNT(d2d);
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int num_options,
+                            CUjit_option *options, void **option_values)
+{
+    if (memcmp(image, "\177ELF", 4) != 0) {
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    COUNT(modules_loaded);
+    *module = malloc(16);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule module)
+{
+    COUNT(modules_unloaded);
+    free(module);
+    return CUDA_SUCCESS;
+}
+
+/* No globals: the device environment is optional, and the test programs declare none. */
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module, const char *name)
+{
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
+{
+    *func = (CUfunction)(uintptr_t)0x1000;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attrib, CUfunction func)
+{
+    *value = attrib == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction func, unsigned int grid_x, unsigned int grid_y,
+                        unsigned int grid_z, unsigned int block_x, unsigned int block_y,
+                        unsigned int block_z, unsigned int shared_bytes, CUstream stream,
+                        void **params, void **extra)
+{
+    pthread_mutex_lock(&sim_lock);
+    fake_cuda_sim_stats.launches++;
+    fake_cuda_sim_stats.last_grid = grid_x;
+    fake_cuda_sim_stats.last_block = block_x;
+    fake_cuda_sim_stats.last_shared = shared_bytes;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
