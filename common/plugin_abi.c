@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,6 +116,20 @@ static int32_t abi_result(int32_t id, const char *call, tether_status_t rc,
     if (rc == TETHER_OK) {
         return TGT_OFFLOAD_SUCCESS;
     }
+    plugin_report(abi_plugin, id, call, rc, err);
+    return TGT_OFFLOAD_FAIL;
+}
+
+/* Report a failed call; the call's description is formatted only then. */
+__attribute__((format(printf, 4, 5))) static int32_t
+abi_fail(int32_t id, tether_status_t rc, const struct tether_error *err, const char *fmt, ...)
+{
+    char call[192];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(call, sizeof(call), fmt, ap);
+    va_end(ap);
     plugin_report(abi_plugin, id, call, rc, err);
     return TGT_OFFLOAD_FAIL;
 }
@@ -278,13 +293,16 @@ TGT_EXPORT int32_t __tgt_rtl_data_delete(int32_t id, void *ptr, int32_t kind)
 {
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "data_delete");
-    char call[64];
+    tether_status_t rc;
 
     if (dev == NULL) {
         return TGT_OFFLOAD_FAIL;
     }
-    snprintf(call, sizeof(call), "data_delete(%p)", ptr);
-    return abi_result(id, call, plugin_data_delete(dev, ptr, kind, &err), &err);
+    rc = plugin_data_delete(dev, ptr, kind, &err);
+    if (rc != TETHER_OK) {
+        return abi_fail(id, rc, &err, "data_delete(%p)", ptr);
+    }
+    return TGT_OFFLOAD_SUCCESS;
 }
 
 static int32_t abi_submit(int32_t id, void *tgt, void *hst, int64_t size,
@@ -293,7 +311,7 @@ static int32_t abi_submit(int32_t id, void *tgt, void *hst, int64_t size,
     struct tether_error err = {{0}};
     struct plugin *plugin = abi_get();
     struct plugin_device *dev;
-    char call[96];
+    tether_status_t rc;
 
     if (plugin_probe_is(plugin, tgt)) {
         return abi_result(id, "probe", plugin_probe_answer(plugin, id, hst, size, &err), &err);
@@ -302,9 +320,12 @@ static int32_t abi_submit(int32_t id, void *tgt, void *hst, int64_t size,
     if (dev == NULL) {
         return TGT_OFFLOAD_FAIL;
     }
-    snprintf(call, sizeof(call), "data_submit(device %p <- host %p, %lld bytes)", tgt, hst,
-             (long long)size);
-    return abi_result(id, call, plugin_data_submit(dev, tgt, hst, size, async, &err), &err);
+    rc = plugin_data_submit(dev, tgt, hst, size, async, &err);
+    if (rc != TETHER_OK) {
+        return abi_fail(id, rc, &err, "data_submit(device %p <- host %p, %lld bytes)", tgt, hst,
+                        (long long)size);
+    }
+    return TGT_OFFLOAD_SUCCESS;
 }
 
 static int32_t abi_retrieve(int32_t id, void *hst, void *tgt, int64_t size,
@@ -312,14 +333,17 @@ static int32_t abi_retrieve(int32_t id, void *hst, void *tgt, int64_t size,
 {
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "data_retrieve");
-    char call[96];
+    tether_status_t rc;
 
     if (dev == NULL) {
         return TGT_OFFLOAD_FAIL;
     }
-    snprintf(call, sizeof(call), "data_retrieve(host %p <- device %p, %lld bytes)", hst, tgt,
-             (long long)size);
-    return abi_result(id, call, plugin_data_retrieve(dev, hst, tgt, size, async, &err), &err);
+    rc = plugin_data_retrieve(dev, hst, tgt, size, async, &err);
+    if (rc != TETHER_OK) {
+        return abi_fail(id, rc, &err, "data_retrieve(host %p <- device %p, %lld bytes)", hst, tgt,
+                        (long long)size);
+    }
+    return TGT_OFFLOAD_SUCCESS;
 }
 
 TGT_EXPORT int32_t __tgt_rtl_data_submit(int32_t id, void *tgt, void *hst, int64_t size)
@@ -358,15 +382,17 @@ static int32_t abi_exchange(int32_t src_id, void *src, int32_t dst_id, void *dst
     struct tether_error err = {{0}};
     struct plugin_device *src_dev = abi_device(src_id, "data_exchange");
     struct plugin_device *dst_dev = abi_device(dst_id, "data_exchange");
-    char call[128];
+    tether_status_t rc;
 
     if (src_dev == NULL || dst_dev == NULL) {
         return TGT_OFFLOAD_FAIL;
     }
-    snprintf(call, sizeof(call), "data_exchange(device %d %p -> device %d %p, %lld bytes)",
-             (int)src_id, src, (int)dst_id, dst, (long long)size);
-    return abi_result(dst_id, call,
-                      plugin_data_exchange(src_dev, src, dst_dev, dst, size, async, &err), &err);
+    rc = plugin_data_exchange(src_dev, src, dst_dev, dst, size, async, &err);
+    if (rc != TETHER_OK) {
+        return abi_fail(dst_id, rc, &err, "data_exchange(device %d %p -> device %d %p, %lld bytes)",
+                        (int)src_id, src, (int)dst_id, dst, (long long)size);
+    }
+    return TGT_OFFLOAD_SUCCESS;
 }
 
 TGT_EXPORT int32_t __tgt_rtl_data_exchange(int32_t src_id, void *src, int32_t dst_id, void *dst,
@@ -407,15 +433,13 @@ TGT_EXPORT int32_t __tgt_rtl_data_lock(int32_t global, void *ptr, int64_t size, 
     struct plugin_device *dev = abi_global_device(global, "data_lock");
     tether_status_t rc;
     void *dev_ptr = NULL;
-    char call[96];
 
     if (dev == NULL || locked == NULL) {
         return TGT_OFFLOAD_FAIL;
     }
-    snprintf(call, sizeof(call), "data_lock(%p, %lld bytes)", ptr, (long long)size);
     rc = plugin_data_lock(dev, ptr, size, &dev_ptr, &err);
     if (rc != TETHER_OK) {
-        return abi_result(dev->id, call, rc, &err);
+        return abi_fail(dev->id, rc, &err, "data_lock(%p, %lld bytes)", ptr, (long long)size);
     }
     *locked = dev_ptr;
     return TGT_OFFLOAD_SUCCESS;
@@ -425,13 +449,16 @@ TGT_EXPORT int32_t __tgt_rtl_data_unlock(int32_t global, void *ptr)
 {
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_global_device(global, "data_unlock");
-    char call[64];
+    tether_status_t rc;
 
     if (dev == NULL) {
         return TGT_OFFLOAD_FAIL;
     }
-    snprintf(call, sizeof(call), "data_unlock(%p)", ptr);
-    return abi_result(dev->id, call, plugin_data_unlock(dev, ptr, &err), &err);
+    rc = plugin_data_unlock(dev, ptr, &err);
+    if (rc != TETHER_OK) {
+        return abi_fail(dev->id, rc, &err, "data_unlock(%p)", ptr);
+    }
+    return TGT_OFFLOAD_SUCCESS;
 }
 
 /* ---- launch, queues, events ------------------------------------------------------------- */

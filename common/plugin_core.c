@@ -209,6 +209,11 @@ tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plug
     state->name = ops->name;
     atomic_init(&state->info_flags, (unsigned)plugin_env_int("LIBOMPTARGET_INFO", 0));
     state->debug = env_debug();
+    {
+        int64_t shared = plugin_env_int("LIBOMPTARGET_SHARED_MEMORY_SIZE", 0);
+
+        state->env_shared_mem = shared > 0 && shared <= UINT32_MAX ? (uint32_t)shared : 0;
+    }
     atomic_init(&state->global_offset, -1);
     if (pthread_mutex_init(&state->seen_lock, NULL) != 0) {
         rc = plugin_error_set(err, TETHER_ERR_INTERNAL, "pthread_mutex_init failed");

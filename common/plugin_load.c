@@ -410,12 +410,8 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
     plugin_launch_geometry(&dev->limits, kernel->max_threads, kernel->exec_mode, kargs,
                            &launch.num_teams, &launch.num_threads);
     launch.dyn_shared_mem = kargs->Version >= 2 ? kargs->DynCGroupMem : 0;
-    {
-        int64_t env_shared = plugin_env_int("LIBOMPTARGET_SHARED_MEMORY_SIZE", 0);
-
-        if (env_shared > 0 && (uint64_t)env_shared > launch.dyn_shared_mem) {
-            launch.dyn_shared_mem = min_u32((uint64_t)env_shared, UINT32_MAX);
-        }
+    if (dev->plugin->state->env_shared_mem > launch.dyn_shared_mem) {
+        launch.dyn_shared_mem = dev->plugin->state->env_shared_mem;
     }
     launch.num_args = n;
     launch.args = args;

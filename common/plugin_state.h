@@ -65,6 +65,7 @@ struct plugin_state {
     atomic_uint info_flags;
     bool debug;
     int64_t requires_flags;
+    uint32_t env_shared_mem;  /* LIBOMPTARGET_SHARED_MEMORY_SIZE, read once */
     atomic_int global_offset; /* -1: not known yet */
     void *probe_target;       /* the process-wide probe address, NULL: probing off */
     struct plugin_slot *slots;
