@@ -114,7 +114,8 @@ enum plugin_log_level {
 
 /* The plugin: backends embed it first in their own plugin-wide struct. */
 struct plugin {
-    const struct plugin_ops *ops; /* set by common */
+    const struct plugin_ops *ops; /* set by common; a backend may set it in plugin_create so
+                                     that its own log lines there carry its name */
     int32_t num_devices;          /* set by the backend in plugin_create(); 0 is allowed */
     struct plugin_state *state;   /* common-private */
 };
@@ -197,7 +198,8 @@ struct plugin_ops {
      * initialise it and count devices into (*plugin_p)->num_devices.  A missing driver or no
      * device is NOT an error: log at PLUGIN_LOG_INFO, return TETHER_OK with num_devices = 0.  Any
      * other failure: a warning-worthy error status with the driver's message; common then reports
-     * zero devices.  Must not create per-device contexts (that is device_create, lazily). */
+     * zero devices.  Must not create per-device contexts (that is device_create, lazily).  Set
+     * (*plugin_p)->ops = &plugin_backend_ops first if you log here (messages name the backend). */
     tether_status_t (*plugin_create)(struct plugin **plugin_p, struct tether_error *err);
     /* Required.  Called once at shutdown after every device was destroyed; frees what
      * plugin_create allocated (and dlcloses the driver if it wants to). Cannot fail. */
