@@ -8,7 +8,7 @@
 #   plugins-llvm/    libomptarget.rtl.cuda.nextgen.so -> LLVM 16's own CUDA plugin (the baseline)
 #   plugins-tether/  tether's libomptarget.rtl.cuda.nextgen.so, when it has been built
 #   bin/omp/         OpenMP programs from test/cuda/omp/, clang-16 for sm_90
-#   bin/conformance/ the conformance suite for sm_90, when test/conformance provides a build script
+#   bin/conformance/ the conformance suite (test/conformance) for sm_90
 #
 # The CUDA native programs (test/cuda/native/*.cu) are NOT built here: scripts/device-run.sh
 # builds them with nvcc on the GPU machine.  Environment:
@@ -77,8 +77,8 @@ rm -rf "$u"
 # symlinks in libomp-16-dev.  One folder per plugin choice, put first on LD_LIBRARY_PATH.
 ln -s ../lib/libomptarget.rtl.cuda.nextgen.so.16 "$stage/plugins-llvm/libomptarget.rtl.cuda.nextgen.so"
 
-# 3. tether's CUDA plugin, when built.
-plugin=$build/plugins/cuda/libomptarget.rtl.cuda.nextgen.so
+# 3. tether's CUDA plugin, when built (tether_add_plugin puts plugins in <build>/lib).
+plugin=$build/lib/libomptarget.rtl.cuda.nextgen.so
 if [ -f "$plugin" ]; then
   cp "$plugin" "$stage/plugins-tether/"
   strip --strip-unneeded "$stage/plugins-tether/libomptarget.rtl.cuda.nextgen.so"
@@ -97,13 +97,14 @@ for src in "$root"/test/cuda/omp/*.c; do
 done
 say "OpenMP programs: $(ls "$stage/bin/omp" | tr '\n' ' ')"
 
-# 5. The conformance suite, when its owner provides a build script for a GPU target.
-conf=$root/test/conformance/build-gpu.sh
-if [ -x "$conf" ]; then
-  "$conf" nvptx64-nvidia-cuda sm_90 "$stage/bin/conformance"
-  say "conformance: $(ls "$stage/bin/conformance" | wc -l) programs"
+# 5. The conformance suite for sm_90 (scripts/build-conformance.sh, owned by common/).
+conf=$root/scripts/build-conformance.sh
+if [ -f "$conf" ]; then
+  CUDA_PATH=$cuda NVPTX_ARCH=sm_90 bash "$conf" nvptx64 "$stage/bin/conformance" 2>&1 |
+    grep -v "CUDA version is newer" || die "building the conformance suite failed"
+  say "conformance: $(ls "$stage/bin/conformance" | wc -l) files"
 else
-  say "no test/conformance/build-gpu.sh yet: no conformance programs in the bundle"
+  say "no scripts/build-conformance.sh: no conformance programs in the bundle"
 fi
 
 # 6. Pack.
