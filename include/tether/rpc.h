@@ -138,13 +138,21 @@ struct tether_rpc_request {
     size_t size;
 };
 
-/* The answer under construction (opaque). */
-struct tether_rpc_reply;
+/* The answer under construction.  A struct with its own append function (not
+ * a library call), so handlers compiled into a program work with the server
+ * inside any plugin of the process. */
+struct tether_rpc_reply {
+    tether_status_t (*append)(struct tether_rpc_reply *reply, const void *data, size_t size);
+    void *priv; /* the server's */
+};
 
 /* Appends bytes to the answer.  TETHER_ERR_NO_MEMORY, or TETHER_ERR_INVALID
  * past TETHER_RPC_MSG_MAX bytes. */
-tether_status_t tether_rpc_reply_append(struct tether_rpc_reply *reply, const void *data,
-                                        size_t size);
+static inline tether_status_t tether_rpc_reply_append(struct tether_rpc_reply *reply,
+                                                      const void *data, size_t size)
+{
+    return reply->append(reply, data, size);
+}
 
 /* A user handler: TETHER_OK sends the appended answer; any error sends
  * TETHER_RPC_CALL_ERROR (the appended bytes are dropped). */
@@ -159,6 +167,22 @@ typedef tether_status_t (*tether_rpc_handler_t)(void *user, const struct tether_
  */
 tether_status_t tether_rpc_register(tether_rpc_server_t *server, uint32_t opcode,
                                     tether_rpc_handler_t fn, void *user);
+
+/*
+ * The same for every server of this library in the process (servers created
+ * later included).  A server's own handler for an opcode wins over this one.
+ */
+tether_status_t tether_rpc_register_global(uint32_t opcode, tether_rpc_handler_t fn, void *user);
+
+/*
+ * For OpenMP programs (defined in libtether-device.a's host part): registers
+ * a process-wide handler in every tether plugin loaded in the process (each
+ * carries its own server library and exports tether_rtl_rpc_register).  Call
+ * it before the first target region that uses the opcode.  Errors:
+ * TETHER_ERR_NOT_FOUND when no tether plugin with RPC is loaded, or the
+ * first plugin's error.
+ */
+tether_status_t tether_rpc_register_user(uint32_t opcode, tether_rpc_handler_t fn, void *user);
 
 /* ---- the server thread ------------------------------------------------------------------ */
 

@@ -146,6 +146,10 @@ _Static_assert(sizeof(struct tether_rpc_answer) == 8, "answer layout");
 #endif
 int64_t tether_rpc_call(uint32_t opcode, const void *in, uint64_t in_size, void *out,
                         uint64_t out_size);
+
+/* Device side: 1 when a host server is attached to this image (printf, malloc
+ * and tether_rpc_call go to the host), 0 otherwise. */
+int tether_rpc_attached(void);
 #if defined(_OPENMP)
 #pragma omp end declare target
 #endif

@@ -222,6 +222,11 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
 #endif
 }
 
+int tether_rpc_attached(void)
+{
+    return tether_device_client() != NULL;
+}
+
 int64_t tether_rpc_call(uint32_t opcode, const void *in, uint64_t in_size, void *out,
                         uint64_t out_size)
 {

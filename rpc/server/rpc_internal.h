@@ -60,6 +60,20 @@ struct srv_handler {
     void *user;
 };
 
+/* A set of user handlers: one per server, and one for the whole process. */
+struct srv_handlers {
+    pthread_mutex_t lock;
+    struct srv_handler *v;
+    size_t n;
+    size_t cap;
+};
+
+/* rpc_server.c: set (fn non-NULL) or remove a handler; find one (copied out). */
+tether_status_t srv_handlers_set(struct srv_handlers *t, uint32_t opcode, tether_rpc_handler_t fn,
+                                 void *user);
+bool srv_handlers_find(struct srv_handlers *t, uint32_t opcode, struct srv_handler *h_p);
+extern struct srv_handlers srv_global_handlers;
+
 /* One device heap allocation handed to the device (for FREE and shutdown). */
 struct srv_alloc {
     uint64_t ptr; /* what the device got (aligned) */
@@ -93,11 +107,8 @@ struct tether_rpc_server {
     uint32_t nactive;
     struct srv_call *pool;
 
-    /* user handlers */
-    pthread_mutex_t handlers_lock;
-    struct srv_handler *handlers;
-    size_t nhandlers;
-    size_t handlers_cap;
+    /* user handlers of this server (the process-wide ones are looked at after these) */
+    struct srv_handlers handlers;
     uint64_t unhandled_reported[TETHER_RPC_OP_MASK / 64 + 1]; /* diagnose each opcode once */
 
     /* device heap */

@@ -114,7 +114,7 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     }
 
     pthread_mutex_init(&srv->handle_lock, NULL);
-    pthread_mutex_init(&srv->handlers_lock, NULL);
+    pthread_mutex_init(&srv->handlers.lock, NULL);
     pthread_mutex_init(&srv->heap_lock, NULL);
     st = srv_heap_reserve(srv, err);
     if (st != TETHER_OK)
@@ -124,7 +124,7 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
 
 fail_mutexes:
     pthread_mutex_destroy(&srv->heap_lock);
-    pthread_mutex_destroy(&srv->handlers_lock);
+    pthread_mutex_destroy(&srv->handlers.lock);
     pthread_mutex_destroy(&srv->handle_lock);
 fail_region:
     config->shared_free(config->shared_ctx, srv->region_host);
@@ -166,13 +166,13 @@ void tether_rpc_server_destroy(tether_rpc_server_t *srv)
     srv_heap_release_all(srv);
     srv->config.shared_free(srv->config.shared_ctx, srv->region_host);
     rpc_outbuf_free(&srv->text);
-    free(srv->handlers);
+    free(srv->handlers.v);
     free(srv->allocs);
     free(srv->active);
     free(srv->calls);
     free(srv->locks);
     pthread_mutex_destroy(&srv->heap_lock);
-    pthread_mutex_destroy(&srv->handlers_lock);
+    pthread_mutex_destroy(&srv->handlers.lock);
     pthread_mutex_destroy(&srv->handle_lock);
     free(srv);
 }
@@ -202,38 +202,68 @@ tether_status_t tether_rpc_server_client_bytes(tether_rpc_server_t *srv, uint64_
 
 /* ---- handlers --------------------------------------------------------------------------- */
 
-tether_status_t tether_rpc_register(tether_rpc_server_t *srv, uint32_t opcode,
-                                    tether_rpc_handler_t fn, void *user)
+struct srv_handlers srv_global_handlers = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+tether_status_t srv_handlers_set(struct srv_handlers *t, uint32_t opcode, tether_rpc_handler_t fn,
+                                 void *user)
 {
-    if (srv == NULL || opcode < TETHER_RPC_OP_USER_FIRST || opcode > TETHER_RPC_OP_USER_LAST)
+    if (opcode < TETHER_RPC_OP_USER_FIRST || opcode > TETHER_RPC_OP_USER_LAST)
         return TETHER_ERR_INVALID;
     tether_status_t st = TETHER_OK;
-    pthread_mutex_lock(&srv->handlers_lock);
+    pthread_mutex_lock(&t->lock);
     size_t i = 0;
-    while (i < srv->nhandlers && srv->handlers[i].opcode != opcode)
+    while (i < t->n && t->v[i].opcode != opcode)
         i++;
     if (fn == NULL) {
-        if (i < srv->nhandlers)
-            srv->handlers[i] = srv->handlers[--srv->nhandlers];
+        if (i < t->n)
+            t->v[i] = t->v[--t->n];
         goto out;
     }
-    if (i == srv->nhandlers) {
-        if (srv->nhandlers == srv->handlers_cap) {
-            size_t cap = srv->handlers_cap ? 2 * srv->handlers_cap : 8;
-            struct srv_handler *h = realloc(srv->handlers, cap * sizeof *h);
-            if (h == NULL) {
+    if (i == t->n) {
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? 2 * t->cap : 8;
+            struct srv_handler *v = realloc(t->v, cap * sizeof *v);
+            if (v == NULL) {
                 st = TETHER_ERR_NO_MEMORY;
                 goto out;
             }
-            srv->handlers = h;
-            srv->handlers_cap = cap;
+            t->v = v;
+            t->cap = cap;
         }
-        srv->nhandlers++;
+        t->n++;
     }
-    srv->handlers[i] = (struct srv_handler){opcode, fn, user};
+    t->v[i] = (struct srv_handler){opcode, fn, user};
 out:
-    pthread_mutex_unlock(&srv->handlers_lock);
+    pthread_mutex_unlock(&t->lock);
     return st;
+}
+
+bool srv_handlers_find(struct srv_handlers *t, uint32_t opcode, struct srv_handler *h_p)
+{
+    bool found = false;
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->v[i].opcode == opcode) {
+            *h_p = t->v[i];
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    return found;
+}
+
+tether_status_t tether_rpc_register(tether_rpc_server_t *srv, uint32_t opcode,
+                                    tether_rpc_handler_t fn, void *user)
+{
+    if (srv == NULL)
+        return TETHER_ERR_INVALID;
+    return srv_handlers_set(&srv->handlers, opcode, fn, user);
+}
+
+tether_status_t tether_rpc_register_global(uint32_t opcode, tether_rpc_handler_t fn, void *user)
+{
+    return srv_handlers_set(&srv_global_handlers, opcode, fn, user);
 }
 
 /* ---- messages --------------------------------------------------------------------------- */

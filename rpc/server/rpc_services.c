@@ -256,33 +256,20 @@ static void serve_exit(struct tether_rpc_server *srv, const struct srv_msg *m, b
 
 /* ---- user opcodes ----------------------------------------------------------------------- */
 
-struct tether_rpc_reply {
-    struct rpc_outbuf buf;
-};
-
-tether_status_t tether_rpc_reply_append(struct tether_rpc_reply *reply, const void *data,
-                                        size_t size)
+static tether_status_t reply_append(struct tether_rpc_reply *reply, const void *data, size_t size)
 {
-    if (reply == NULL || (size > 0 && data == NULL))
+    struct rpc_outbuf *buf = reply->priv;
+    if (size > 0 && data == NULL)
         return TETHER_ERR_INVALID;
-    if (size > TETHER_RPC_MSG_MAX - sizeof(struct tether_rpc_answer) - reply->buf.len)
+    if (size > TETHER_RPC_MSG_MAX - sizeof(struct tether_rpc_answer) - buf->len)
         return TETHER_ERR_INVALID;
-    return rpc_outbuf_append(&reply->buf, data, size);
+    return rpc_outbuf_append(buf, data, size);
 }
 
 static bool find_handler(struct tether_rpc_server *srv, uint32_t opcode, struct srv_handler *h_p)
 {
-    bool found = false;
-    pthread_mutex_lock(&srv->handlers_lock);
-    for (size_t i = 0; i < srv->nhandlers; i++) {
-        if (srv->handlers[i].opcode == opcode) {
-            *h_p = srv->handlers[i];
-            found = true;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&srv->handlers_lock);
-    return found;
+    return srv_handlers_find(&srv->handlers, opcode, h_p) ||
+           srv_handlers_find(&srv_global_handlers, opcode, h_p);
 }
 
 static void report_unhandled(struct tether_rpc_server *srv, uint32_t opcode, uint64_t mask)
@@ -308,7 +295,8 @@ static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)
             srv_answer_set(&call->tx[u], TETHER_RPC_CALL_UNHANDLED, NULL, 0);
         return;
     }
-    struct tether_rpc_reply reply = {RPC_OUTBUF_INIT};
+    struct rpc_outbuf buf = RPC_OUTBUF_INIT;
+    struct tether_rpc_reply reply = {reply_append, &buf};
     for (uint32_t u = 0; u < call->units; u++) {
         const struct srv_msg *m = &call->rx[u];
         if (m->too_big || m->oom) {
@@ -323,14 +311,14 @@ static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)
             .data = m->data,
             .size = m->have,
         };
-        reply.buf.len = 0;
+        buf.len = 0;
         tether_status_t st = h.fn(h.user, &req, &reply);
         if (st == TETHER_OK)
-            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_OK, reply.buf.data, reply.buf.len);
+            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_OK, buf.data, buf.len);
         else
             srv_answer_set(&call->tx[u], TETHER_RPC_CALL_ERROR, NULL, 0);
     }
-    rpc_outbuf_free(&reply.buf);
+    rpc_outbuf_free(&buf);
 }
 
 /* ---- dispatch --------------------------------------------------------------------------- */

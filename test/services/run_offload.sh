@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# test/services/run_offload.sh - runs one x86_64-offload services program through
+# libomptarget 16 and checks its output.
+#
+#   run_offload.sh <case> <program dir> <plugin dir> <work dir>
+#
+# <plugin dir> goes first on LD_LIBRARY_PATH, so libomptarget loads the tether
+# host plugin from there; "llvm" instead runs with Debian's own plugin (no RPC
+# server: the device library falls back to libc), as a control.
+set -euo pipefail
+case_=$1
+bin=$2
+plugins=$3
+work=$4
+mkdir -p "$work"
+if [ "$plugins" = llvm ]; then
+  export LD_LIBRARY_PATH=/usr/lib/llvm-16/lib
+else
+  export LD_LIBRARY_PATH=$plugins
+fi
+export OMP_TARGET_OFFLOAD=MANDATORY
+# Host teams x threads beyond the core count (2 cores in CI): libomp caps them otherwise.
+export KMP_TEAMS_THREAD_LIMIT=256
+
+fail() {
+  echo "FAIL ($case_): $*" >&2
+  exit 1
+}
+
+# Every "T<team>.<thread> n<k>" line in $1 must appear in $2 and vice versa,
+# each thread's lines in order, the host line last.
+check_printf() {
+  local exp=$1 out=$2
+  [ "$(tail -n 1 "$out")" = "host after the target region" ] ||
+    fail "the host line is not last: $(tail -n 2 "$out" | head -c 300)"
+  sort "$exp" > "$exp.sorted"
+  sort "$out" > "$out.sorted"
+  if ! cmp -s "$exp.sorted" "$out.sorted"; then
+    diff "$exp.sorted" "$out.sorted" | head -20 >&2
+    fail "device output differs from the host printf's"
+  fi
+  awk '/^T[0-9]+\.[0-9]+ n[0-9]+ / {
+         key = $1; n = substr($2, 2) + 0
+         if ((key in last) && n != last[key] + 1) { print "order: " $0; bad = 1 }
+         last[key] = n
+       }
+       END { exit bad }' "$out" || fail "a thread's lines are out of order"
+  echo "$(wc -l < "$out") lines match the host printf, in order"
+}
+
+case $case_ in
+printf)
+  "$bin/offload_printf" expect > "$work/expect.txt"
+  "$bin/offload_printf" run > "$work/out.txt" 2> "$work/err.txt" ||
+    fail "exit status $?: $(head -c 500 "$work/err.txt")"
+  check_printf "$work/expect.txt" "$work/out.txt"
+  ;;
+printf-control)
+  "$bin/offload_printf" expect > "$work/expect.txt"
+  "$bin/offload_printf" run-any > "$work/out.txt" 2> "$work/err.txt" ||
+    fail "exit status $?: $(head -c 500 "$work/err.txt")"
+  check_printf "$work/expect.txt" "$work/out.txt"
+  ;;
+heap | user)
+  "$bin/offload_$case_" > "$work/out.txt" 2> "$work/err.txt" ||
+    fail "exit status $?: $(cat "$work/out.txt") $(head -c 500 "$work/err.txt")"
+  cat "$work/out.txt"
+  if [ "$case_" = user ]; then
+    n=$(grep -c "no handler for RPC opcode 0x8101" "$work/err.txt" || true)
+    [ "$n" = 1 ] || fail "want one diagnostic for opcode 0x8101, got $n: $(cat "$work/err.txt")"
+  fi
+  ;;
+exit)
+  set +e
+  "$bin/offload_exit" exit > "$work/out.txt" 2> "$work/err.txt"
+  rc=$?
+  set -e
+  [ $rc = 3 ] || fail "exit status $rc, want 3: $(cat "$work/err.txt")"
+  printf 'host before the target region\ndevice line before exit\n' | cmp -s - "$work/out.txt" ||
+    fail "output: $(cat "$work/out.txt")"
+  echo "exit(3) in a target region: status 3, output complete"
+  ;;
+abort)
+  set +e
+  "$bin/offload_exit" abort > "$work/out.txt" 2> "$work/err.txt"
+  rc=$?
+  set -e
+  [ $rc = 134 ] || fail "exit status $rc, want 134 (SIGABRT): $(cat "$work/err.txt")"
+  grep -q "device line before abort" "$work/out.txt" || fail "output: $(cat "$work/out.txt")"
+  grep -q "the device called abort()" "$work/err.txt" || fail "stderr: $(cat "$work/err.txt")"
+  echo "abort() in a target region: SIGABRT, output complete"
+  ;;
+bad)
+  "$bin/offload_bad" > "$work/out.txt" 2> "$work/err.txt" || fail "exit status $?"
+  wide=$(printf '%4095s' '')
+  {
+    echo 'bad1 [<bad %q>] [5]'
+    echo "bad2 [${wide}7]"
+    echo 'bad3 [(null)] []'
+    echo 'bad4 [1] [<bad %5%>]'
+    echo 'bad5 [<bad %hf>] [<bad %Ld>] [<bad %1$>d]'
+    echo 'puts line'
+    echo 'fwrite line'
+  } > "$work/expect.txt"
+  cmp -s "$work/expect.txt" "$work/out.txt" || {
+    diff "$work/expect.txt" "$work/out.txt" | cut -c 1-200 >&2
+    fail "stdout differs"
+  }
+  printf 'fputs to stderr\nfprintf to stderr 42\n' | cmp -s - "$work/err.txt" ||
+    fail "stderr: $(cat "$work/err.txt")"
+  echo "bad conversions print markers; puts/fputs/fwrite/fprintf reach both streams"
+  ;;
+*)
+  fail "unknown case"
+  ;;
+esac
