@@ -94,7 +94,7 @@ static void async_release(struct plugin_device *dev, struct plugin_async *pa, bo
 tether_status_t plugin_async_sync(struct plugin_device *dev, struct tgt_async_info *async,
                                   struct tether_error *err)
 {
-    struct plugin_async *pa;
+    struct plugin_async *pa = NULL;
     tether_status_t rc;
 
     if (async == NULL) {
@@ -118,7 +118,7 @@ tether_status_t plugin_async_sync(struct plugin_device *dev, struct tgt_async_in
 tether_status_t plugin_async_query(struct plugin_device *dev, struct tgt_async_info *async,
                                    struct tether_error *err)
 {
-    struct plugin_async *pa;
+    struct plugin_async *pa = NULL;
     tether_status_t rc;
     bool done = false;
 
@@ -205,7 +205,7 @@ tether_status_t plugin_event_destroy(struct plugin_device *dev, void *event,
 tether_status_t plugin_event_record(struct plugin_device *dev, void *event,
                                     struct tgt_async_info *async, struct tether_error *err)
 {
-    struct plugin_async *pa;
+    struct plugin_async *pa = NULL;
     tether_status_t rc;
 
     if (event == NULL || async == NULL) {
@@ -224,7 +224,7 @@ tether_status_t plugin_event_record(struct plugin_device *dev, void *event,
 tether_status_t plugin_event_wait(struct plugin_device *dev, void *event,
                                   struct tgt_async_info *async, struct tether_error *err)
 {
-    struct plugin_async *pa;
+    struct plugin_async *pa = NULL;
     tether_status_t rc;
 
     if (event == NULL || async == NULL) {

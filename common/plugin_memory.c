@@ -150,7 +150,7 @@ tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const v
                                    int64_t size, struct tgt_async_info *async,
                                    struct tether_error *err)
 {
-    struct plugin_async *pa;
+    struct plugin_async *pa = NULL;
     void *host_dev = NULL;
     tether_status_t rc;
 
@@ -174,7 +174,7 @@ tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const
                                      int64_t size, struct tgt_async_info *async,
                                      struct tether_error *err)
 {
-    struct plugin_async *pa;
+    struct plugin_async *pa = NULL;
     void *host_dev = NULL;
     tether_status_t rc;
 
@@ -203,7 +203,7 @@ tether_status_t plugin_data_exchange(struct plugin_device *src_dev, const void *
                                      struct plugin_device *dst_dev, void *dst, int64_t size,
                                      struct tgt_async_info *async, struct tether_error *err)
 {
-    struct plugin_async *pa;
+    struct plugin_async *pa = NULL;
     tether_status_t rc;
 
     if (!plugin_data_exchangeable(dst_dev->plugin)) {
