@@ -126,6 +126,14 @@ want llvm16 && bench "$out/llvm16.txt" llvm_runner "${omp_progs[@]}"
 if want tether; then
   if [ $have_tether = 1 ]; then
     bench "$out/tether.txt" tether_runner "${omp_progs[@]}"
+    # How host threads wait matters for latency: LLVM 16 forces blocking sync, tether's default
+    # lets the driver spin.  The same launch benchmark with tether set to blocking:
+    if [ -x "$work/bin/omp/launch" ]; then
+      say "tether: launch with TETHER_CUDA_SCHED=blocking"
+      TETHER_CUDA_SCHED=blocking omp_run plugins-tether "$work/bin/omp/launch" 2>&1 |
+        sed 's/^fig launch_empty /fig launch_empty_blocking /' | tee -a "$work/blocking.txt"
+      grep '^fig ' "$work/blocking.txt" >>"$out/tether.txt" || fail "tether launch (blocking)"
+    fi
   else
     say "tether: no tether plugin in the bundle, skipped"
   fi

@@ -219,13 +219,16 @@ tether_status_t cuda_host_register(struct plugin_device *dev, void *ptr, size_t 
         return cuda_driver_check(drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuMemHostRegister],
                                  err);
     }
-    res = drv->cuMemHostGetDevicePointer(&dptr, ptr, 0);
-    if (res != CUDA_SUCCESS) {
-        if (external) {
-            /* Registered elsewhere without a mapping: the transfers still run at pinned speed,
-             * and with unified addressing the host address is the one to use. */
+    if (cd->host_ptr_is_dev) {
+        /* The usual case (x86-64 Linux, unified addressing): the device uses the host address,
+         * so no second driver call sits on the lock path. */
+        dptr = cuda_dptr(ptr);
+    } else {
+        res = drv->cuMemHostGetDevicePointer(&dptr, ptr, 0);
+        if (res != CUDA_SUCCESS && external) {
+            /* Registered elsewhere without a mapping: transfers still run at pinned speed. */
             dptr = cuda_dptr(ptr);
-        } else {
+        } else if (res != CUDA_SUCCESS) {
             rc = cuda_driver_check(
                 drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuMemHostGetDevicePointer], err);
             cuda_log_teardown(cd, drv->cuMemHostUnregister(ptr),

@@ -410,6 +410,10 @@ static tether_status_t cuda_device_create(struct plugin *plugin, int32_t id,
                        &cd->max_shared_optin, err);
     }
     if (rc == TETHER_OK) {
+        rc = cuda_attr(cd, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+                       &cd->host_ptr_is_dev, err);
+    }
+    if (rc == TETHER_OK) {
         rc = cuda_env_limit(cd, "LIBOMPTARGET_STACK_SIZE", CU_LIMIT_STACK_SIZE, err);
     }
     if (rc == TETHER_OK) {

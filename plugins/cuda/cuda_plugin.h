@@ -47,6 +47,7 @@ struct cuda_device {
     int cc_major, cc_minor;
     int sm_count, warp_size, max_block_x, max_grid_x;
     int max_shared_optin; /* bytes of dynamic shared memory a kernel may opt into */
+    int host_ptr_is_dev;  /* registered host memory has the same address on the device */
     size_t total_mem;
     pthread_mutex_t pool_lock;
     CUstream *pool; /* idle streams */
