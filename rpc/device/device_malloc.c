@@ -12,7 +12,8 @@
  *   medium (<= 1 MiB): spans of 1..16 units (power of two) with a header;
  *          freed spans go on a per-size stack whose head carries a 16-bit tag
  *          in the low bits (spans are 64 KiB aligned), so pops are ABA-safe.
- *   large  (> 1 MiB): one ALLOC call each, FREE gives it back to the host.
+ *   large  (> 1 MiB): one ALLOC call per block; freed blocks are kept on a
+ *          stack per power of two and reused (see large_alloc).
  * Every chunk and large block is listed in a region table, so free() checks
  * that a pointer is ours before it reads a header (host offload: a pointer
  * from libc's malloc, e.g. from strdup, goes to libc's free).  Memory is
@@ -37,7 +38,9 @@ extern void *__libc_realloc(void *, size_t);
 #define UNIT (1ull << UNIT_SHIFT)
 #define SMALL_MAX 8192u
 #define NCLASSES 18
-#define NBUCKETS 5 /* spans of 1, 2, 4, 8, 16 units */
+#define NBUCKETS 5                        /* spans of 1, 2, 4, 8, 16 units */
+#define LARGE_MIN_LOG 20                  /* large blocks are > 1 MiB */
+#define NLARGE ((48 - LARGE_MIN_LOG) * 4) /* size classes of large blocks */
 #define SPAN_MAX (16 * UNIT)
 #define HDR 64u /* span/large header; user data starts at `offset` >= HDR */
 #define CHUNK_FIRST (8ull << 20)
@@ -109,6 +112,7 @@ struct dev_heap {
     uint64_t class_head[NCLASSES];
     uint64_t class_hint[NCLASSES];
     uint64_t span_free[NBUCKETS]; /* tagged stack heads */
+    uint64_t large_free[NLARGE];  /* tagged stack heads */
     struct dev_region regions[NREGIONS];
 };
 
@@ -384,9 +388,11 @@ static uint32_t span_bucket(uint64_t units)
     return b;
 }
 
-static struct dev_block_hdr *span_pop(uint32_t b)
+/* Lock-free stacks of 64 KiB aligned blocks: the head's low 16 bits are a
+ * tag bumped by every push and pop, so a pop that raced with a pop and a push
+ * of the same block fails its CAS instead of corrupting the stack. */
+static struct dev_block_hdr *stack_pop(uint64_t *head)
 {
-    uint64_t *head = &dev_heap.span_free[b];
     for (;;) {
         uint64_t old = dev_load_acquire64(head);
         uint64_t s = old & ~(UNIT - 1);
@@ -400,9 +406,8 @@ static struct dev_block_hdr *span_pop(uint32_t b)
     }
 }
 
-static void span_push(struct dev_block_hdr *s)
+static void stack_push(uint64_t *head, struct dev_block_hdr *s)
 {
-    uint64_t *head = &dev_heap.span_free[s->cls];
     for (;;) {
         uint64_t old = dev_load_acquire64(head);
         dev_store_relaxed64(&s->next, old & ~(UNIT - 1));
@@ -410,6 +415,16 @@ static void span_push(struct dev_block_hdr *s)
         if (dev_cas64(head, old, (uint64_t)(uintptr_t)s | tag))
             return;
     }
+}
+
+static struct dev_block_hdr *span_pop(uint32_t b)
+{
+    return stack_pop(&dev_heap.span_free[b]);
+}
+
+static void span_push(struct dev_block_hdr *s)
+{
+    stack_push(&dev_heap.span_free[s->cls], s);
 }
 
 static void *span_alloc(uint64_t size, uint64_t offset)
@@ -432,22 +447,60 @@ static void *span_alloc(uint64_t size, uint64_t offset)
     return (void *)((uintptr_t)s + offset);
 }
 
+static uint32_t log2_floor(uint64_t n)
+{
+    return 63u - (uint32_t)__builtin_clzll(n);
+}
+
+/* Size class of a large block: `total` rounded up to a quarter step of its
+ * power of two (at most 25% more); the class's bytes go to *cap_p. */
+static uint32_t large_class(uint64_t total, uint64_t *cap_p)
+{
+    uint32_t k = log2_floor(total);
+    uint64_t step = 1ull << (k - 2);
+    uint64_t cap = (total + step - 1) & ~(step - 1);
+    if (cap == 2ull << k) {
+        k++;
+        step *= 2;
+    }
+    *cap_p = cap;
+    return (k - LARGE_MIN_LOG) * 4 + (uint32_t)((cap - (1ull << k)) / step);
+}
+
+/* Large blocks come from the host one by one and are kept when freed: on the
+ * stack of their size class, reused by the next request of that class,
+ * handed back only when the server shuts down.  So a kernel that allocates
+ * and frees big buffers in a loop costs one host call per size class, and
+ * the host never frees device memory while a kernel runs. */
 static void *large_alloc(uint64_t size, uint64_t offset)
 {
-    uint64_t total = size + offset;
-    uint64_t base = host_alloc(total, UNIT);
-    if (base == 0)
+    uint64_t cap;
+    uint32_t c = large_class(size + offset, &cap);
+    if (c >= NLARGE)
         return (void *)0;
-    if (region_add(base, total, KIND_LARGE) == (struct dev_region *)0) {
-        host_free(base);
-        return (void *)0;
+    struct dev_block_hdr *s = stack_pop(&dev_heap.large_free[c]);
+    if (s == (struct dev_block_hdr *)0) {
+        uint64_t base = host_alloc(cap, UNIT);
+        if (base == 0)
+            return (void *)0;
+        if (region_add(base, cap, KIND_LARGE) == (struct dev_region *)0) {
+            host_free(base);
+            return (void *)0;
+        }
+        s = (struct dev_block_hdr *)(uintptr_t)base;
+        s->magic = MAGIC;
+        s->kind = KIND_LARGE;
+        s->cls = c;
+        s->size = cap;
     }
-    struct dev_block_hdr *s = (struct dev_block_hdr *)(uintptr_t)base;
-    s->magic = MAGIC;
-    s->kind = KIND_LARGE;
     s->first = (uint32_t)offset;
-    s->size = total;
+    dev_store_relaxed64(&s->next, 0);
     return (void *)((uintptr_t)s + offset);
+}
+
+static void large_free(struct dev_block_hdr *s)
+{
+    stack_push(&dev_heap.large_free[s->cls], s);
 }
 
 /* ---- API ------------------------------------------------------------------------------------ */
@@ -531,9 +584,7 @@ void tether_device_free(void *ptr)
         span_push(s);
         return;
     case KIND_LARGE:
-        s->magic = 0;
-        dev_store_release32(&v.r->state, v.state - REG_LIVE + REG_DEAD);
-        host_free(v.base);
+        large_free(s);
         return;
     default:
         foreign_free(ptr);

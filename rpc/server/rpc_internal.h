@@ -120,6 +120,9 @@ struct tether_rpc_server {
     uint64_t reserve_raw;  /* heap_reserve block (device address), 0 if none */
     uint64_t reserve_size; /* bytes */
     uint64_t reserve_used; /* bytes handed out from the front of the reserve */
+    uint64_t *deferred;    /* device_free calls waiting until no kernel runs */
+    size_t ndeferred;
+    size_t deferred_cap;
 
     /* output: formatted text waiting for one fwrite per call */
     struct rpc_outbuf text;
@@ -148,8 +151,11 @@ struct tether_rpc_server {
  * answer. */
 bool srv_service_run(struct tether_rpc_server *srv, struct srv_call *call);
 
-/* rpc_services.c: the device heap at shutdown. */
+/* rpc_services.c: the device heap at shutdown; the frees the device asked for
+ * while a kernel ran (a driver's free may wait for the running kernel, which
+ * may wait for this server: they are done once no kernel runs). */
 void srv_heap_release_all(struct tether_rpc_server *srv);
+void srv_heap_flush_deferred(struct tether_rpc_server *srv);
 tether_status_t srv_heap_reserve(struct tether_rpc_server *srv, struct tether_error *err);
 
 /* rpc_server.c: sets an answer message (status header + bytes) for a unit. */

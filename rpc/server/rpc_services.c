@@ -108,8 +108,23 @@ tether_status_t srv_heap_reserve(struct tether_rpc_server *srv, struct tether_er
     return TETHER_OK;
 }
 
+void srv_heap_flush_deferred(struct tether_rpc_server *srv)
+{
+    pthread_mutex_lock(&srv->heap_lock);
+    uint64_t *list = srv->deferred;
+    size_t n = srv->ndeferred;
+    srv->deferred = NULL;
+    srv->ndeferred = 0;
+    srv->deferred_cap = 0;
+    pthread_mutex_unlock(&srv->heap_lock);
+    for (size_t i = 0; i < n; i++)
+        srv->config.device_free(srv->config.device_ctx, list[i]);
+    free(list);
+}
+
 void srv_heap_release_all(struct tether_rpc_server *srv)
 {
+    srv_heap_flush_deferred(srv);
     for (size_t i = 0; i < srv->nallocs; i++)
         if (srv->allocs[i].raw != 0)
             srv->config.device_free(srv->config.device_ctx, srv->allocs[i].raw);
@@ -183,9 +198,21 @@ static bool heap_free(struct tether_rpc_server *srv, uint64_t ptr)
         struct srv_alloc a = srv->allocs[i];
         srv->allocs[i] = srv->allocs[--srv->nallocs];
         srv->heap_bytes -= a.size;
-        if (a.raw != 0)
-            srv->config.device_free(srv->config.device_ctx, a.raw);
         found = true;
+        if (a.raw == 0)
+            break; /* from the reserve: freed with it */
+        if (srv->ndeferred == srv->deferred_cap) {
+            size_t cap = srv->deferred_cap ? 2 * srv->deferred_cap : 16;
+            uint64_t *p = realloc(srv->deferred, cap * sizeof *p);
+            if (p == NULL) {
+                /* Cannot defer: free now and hope the driver does not wait. */
+                srv->config.device_free(srv->config.device_ctx, a.raw);
+                break;
+            }
+            srv->deferred = p;
+            srv->deferred_cap = cap;
+        }
+        srv->deferred[srv->ndeferred++] = a.raw;
         break;
     }
     pthread_mutex_unlock(&srv->heap_lock);

@@ -315,16 +315,18 @@ void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
     struct srv_thread *t = srv->thread;
     if (t == NULL) {
         serve_until_quiet(srv);
-        return;
+    } else {
+        uint32_t want = atomic_fetch_add(&t->drain_req, 1) + 1;
+        bell_ring(srv);
+        for (;;) {
+            uint32_t done = atomic_load(&t->drain_done);
+            if ((int32_t)(done - want) >= 0)
+                break;
+            futex_wait(&t->drain_done, done, NULL);
+        }
     }
-    uint32_t want = atomic_fetch_add(&t->drain_req, 1) + 1;
-    bell_ring(srv);
-    for (;;) {
-        uint32_t done = atomic_load(&t->drain_done);
-        if ((int32_t)(done - want) >= 0)
-            break;
-        futex_wait(&t->drain_done, done, NULL);
-    }
+    if (atomic_load(&srv->kernels) == 0)
+        srv_heap_flush_deferred(srv);
 }
 
 void tether_rpc_server_notify(tether_rpc_server_t *srv)

@@ -444,21 +444,58 @@ static void test_malloc(void)
     CHECK(st.heap_bytes <= before, "small reuse grew the heap: %llu -> %llu",
           (unsigned long long)before, (unsigned long long)st.heap_bytes);
 
-    /* realloc keeps the data; large blocks (> 1 MiB) go back to the host on free. */
+    /* realloc keeps the data; large blocks (> 1 MiB) are kept and reused on the device. */
     char *r = tether_device_malloc(10);
     memcpy(r, "0123456789", 10);
     r = tether_device_realloc(r, 100000);
     CHECK(r != NULL && memcmp(r, "0123456789", 10) == 0, "realloc kept the data");
     r = tether_device_realloc(r, 5u << 20);
     CHECK(r != NULL && memcmp(r, "0123456789", 10) == 0, "realloc to 5 MiB kept the data");
-    tether_rpc_server_stats(rig.srv, &st);
-    uint64_t with_large = st.heap_chunks;
     tether_device_free(r);
-    tether_rpc_server_kernel_finished(rig.srv); /* FREE is fire-and-forget: let it land */
-    tether_rpc_server_kernel_started(rig.srv);
     tether_rpc_server_stats(rig.srv, &st);
-    CHECK(st.heap_chunks == with_large - 1, "large free returned to the host (%llu -> %llu)",
-          (unsigned long long)with_large, (unsigned long long)st.heap_chunks);
+    uint64_t chunks = st.heap_chunks;
+    /* 100 sizes of one size class (4..5 MiB): one new block from the host, reused 99 times. */
+    for (int i = 0; i < 100; i++) {
+        void *p = tether_device_malloc((5u << 20) - 100000 + (unsigned)i * 1000);
+        CHECK(p != NULL, "about 5 MiB again (%d)", i);
+        tether_device_free(p);
+    }
+    tether_rpc_server_stats(rig.srv, &st);
+    CHECK(st.heap_chunks <= chunks + 1,
+          "freed large blocks reused without the host (%llu -> %llu)",
+          (unsigned long long)chunks, (unsigned long long)st.heap_chunks);
+
+    /* A FREE call while a kernel runs: the host's device_free waits until none runs. */
+    struct tether_rpc_alloc_req areq = {1 << 20, 65536};
+    struct tether_rpc_alloc_ans aans = {0};
+    struct dev_iov iov = {&areq, sizeof areq};
+    uint64_t len = 0;
+    uint32_t status = 99;
+    CHECK(
+        tether_device_call(TETHER_RPC_OP_ALLOC, &iov, 1, true, &aans, sizeof aans, &len, &status) &&
+            status == TETHER_RPC_CALL_OK && len == sizeof aans && aans.ptr % 65536 == 0,
+        "raw ALLOC: status %u len %llu ptr 0x%llx", status, (unsigned long long)len,
+        (unsigned long long)aans.ptr);
+    tether_rpc_server_stats(rig.srv, &st);
+    uint64_t with_raw = st.heap_chunks;
+    long live_before = atomic_load(&dev_live);
+    struct tether_rpc_free_req freq = {aans.ptr};
+    iov = (struct dev_iov){&freq, sizeof freq};
+    tether_device_call(TETHER_RPC_OP_FREE, &iov, 1, false, NULL, 0, NULL, NULL);
+    for (int i = 0; i < 10000 && st.heap_chunks == with_raw; i++) { /* fire and forget */
+        usleep(100);
+        tether_rpc_server_stats(rig.srv, &st);
+    }
+    CHECK(st.heap_chunks == with_raw - 1, "FREE taken by the host (%llu -> %llu)",
+          (unsigned long long)with_raw, (unsigned long long)st.heap_chunks);
+    CHECK(atomic_load(&dev_live) == live_before,
+          "device_free deferred while a kernel runs (%ld -> %ld blocks)", live_before,
+          atomic_load(&dev_live));
+    tether_rpc_server_kernel_finished(rig.srv);
+    CHECK(atomic_load(&dev_live) == live_before - 1,
+          "device_free done once no kernel runs (%ld -> %ld blocks)", live_before,
+          atomic_load(&dev_live));
+    tether_rpc_server_kernel_started(rig.srv);
     void *al = tether_device_aligned_alloc(4096, 1000);
     CHECK(al != NULL && ((uintptr_t)al & 4095) == 0, "aligned_alloc(4096) = %p", al);
     tether_device_free(al);
