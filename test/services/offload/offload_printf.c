@@ -53,8 +53,13 @@ static void emit(int tm, int th, int n)
                n * 3.25, 3, n * 1e7);
         break;
     case 6:
+#if defined(SVC_GPU) /* no long double in GPU code */
+        printf("T%d.%d n%d double %f %g %.3e\n", tm, th, n, (double)n / 3, (double)n * 1e100,
+               (double)n * 7);
+#else
         printf("T%d.%d n%d long double %Lf %Lg %.3Le\n", tm, th, n, (long double)n / 3,
                (long double)n * 1e100L, (long double)n * 7);
+#endif
         break;
     default:
         printf("T%d.%d n%d plain text that is long enough to need more than one packet of "

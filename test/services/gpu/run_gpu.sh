@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# test/services/gpu/run_gpu.sh BUNDLE - runs ON the GPU machine: unpacks the bundle from
+# make_gpu_bundle.sh and runs the services cases on the GPU through libomptarget 16 and the
+# test CUDA plugin, then the server-thread benchmark.  Results go to $OUT (default ./svc-out).
+set -uo pipefail
+bundle=$(realpath "${1:?usage: run_gpu.sh BUNDLE}")
+out=${OUT:-$PWD/svc-out}
+work=${SVC_WORK:-/tmp/svc-gpu}
+mkdir -p "$out"
+rm -rf "$work" && mkdir -p "$work"
+xz -dc "$bundle" | tar -x -C "$work"
+exec > >(tee -a "$out/log.txt") 2>&1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "cpus: $(nproc), load: $(cat /proc/loadavg)"
+export SVC_LIBS=$work/lib SVC_GPU=1
+failed=0
+for c in ${SVC_CASES:-printf heap user exit abort bad}; do
+  echo "== $c"
+  if timeout 120 "$work/run_offload.sh" "$c" "$work/bin" "$work/plugin" "$work/w-$c"; then
+    echo "ok $c"
+  else
+    echo "FAILED $c"
+    failed=1
+    for f in "$work/w-$c"/*.txt; do echo "-- $f"; head -c 2000 "$f"; echo; done
+  fi
+done
+echo "== bench_rpc_thread"
+LD_LIBRARY_PATH=$work/lib "$work/bin/bench_rpc_thread" | tee "$out/bench_rpc_thread.txt"
+exit $failed
