@@ -5,11 +5,16 @@
  * under -nogpulib, which Debian needs for amdgcn (no ROCm device libraries).  The device runtime
  * (libomptarget.devicertl.a) references them, so a program built that way defines them once
  * itself, with the values clang would have emitted by default (all 0).
+ *
+ * They must be constants, as clang's own are: LTO then folds them into the device runtime.  As
+ * plain variables they are not folded, and LLVM 16's AMDGPU backend runs out of registers
+ * compiling some kernels (test/conformance/c02_teams.c: "no registers from class available to
+ * allocate").
  */
 #pragma omp declare target
-int __omp_rtl_debug_kind = 0;
-int __omp_rtl_assume_teams_oversubscription = 0;
-int __omp_rtl_assume_threads_oversubscription = 0;
-int __omp_rtl_assume_no_thread_state = 0;
-int __omp_rtl_assume_no_nested_parallelism = 0;
+const int __omp_rtl_debug_kind = 0;
+const int __omp_rtl_assume_teams_oversubscription = 0;
+const int __omp_rtl_assume_threads_oversubscription = 0;
+const int __omp_rtl_assume_no_thread_state = 0;
+const int __omp_rtl_assume_no_nested_parallelism = 0;
 #pragma omp end declare target

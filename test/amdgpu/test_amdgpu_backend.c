@@ -85,18 +85,23 @@ static void image_read(struct image *im, const char *path)
     im->tgt.ImageEnd = (char *)im->bytes + im->size;
 }
 
-/* The name of the kernel of the code object whose name contains part. */
-static void kernel_name(const struct image *im, const char *part, char *out, size_t n)
+/* The name and static group segment size of the kernel whose name contains part. */
+static uint32_t kernel_name(const struct image *im, const char *part, char *out, size_t n)
 {
     struct amdgpu_code_object co;
+    uint32_t group = 0;
 
     CHECK_ST(amdgpu_code_object_parse(im->bytes, im->size, &co, NULL), TETHER_OK);
     out[0] = '\0';
-    for (uint32_t i = 0; i < co.num_kernels; i++)
-        if (strstr(co.kernels[i].name, part) != NULL)
+    for (uint32_t i = 0; i < co.num_kernels; i++) {
+        if (strstr(co.kernels[i].name, part) != NULL) {
             snprintf(out, n, "%s", co.kernels[i].name);
+            group = co.kernels[i].group_segment_fixed_size;
+        }
+    }
     amdgpu_code_object_fini(&co);
     CHECK(out[0] != '\0');
+    return group;
 }
 
 static struct tgt_kernel_args kargs_for(uint32_t num_args, uint32_t teams, uint32_t threads,
@@ -273,6 +278,7 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
     struct fake_stats s0, s1;
     struct fake_dispatch d;
     char saxpy[256], bump[256], name[128];
+    uint32_t saxpy_group;
     uint8_t pattern[8192], back[8192];
     void *dmem = NULL, *hmem = NULL, *locked = NULL, *ev = NULL;
     int32_t value = 0;
@@ -337,7 +343,7 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
 
     /* the OpenMP image: globals, the device environment, launch geometry of an SPMD kernel */
     image_read(&omp, omp_path);
-    kernel_name(&omp, "_saxpy_l", saxpy, sizeof(saxpy));
+    saxpy_group = kernel_name(&omp, "_saxpy_l", saxpy, sizeof(saxpy));
     kernel_name(&omp, "_bump_l", bump, sizeof(bump));
     image_add(&omp, saxpy, 0);
     image_add(&omp, bump, 0);
@@ -366,9 +372,16 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
         CHECK(strcmp(d.kernel, saxpy) == 0);
         /* SPMD, no clauses, trip count 1000: 256 threads, ceil(1000 / 256) = 4 teams */
         CHECK(d.workgroup_size[0] == 256 && d.grid_size[0] == 4 * 256);
-        CHECK(d.group_segment_size == 1584 && d.kernarg_size == 32);
+        CHECK(d.group_segment_size == saxpy_group && d.kernarg_size == 32);
         memcpy(&arg3, d.kernarg + 24, 8);
         CHECK(arg3 == (uint64_t)(uintptr_t)dmem + 16);
+        /* dynamic group memory comes on top of the kernel's static group segment */
+        k.DynCGroupMem = 256;
+        CHECK_ST(plugin_launch_kernel(dev, omp_table->EntriesBegin[0].addr, args, offsets, &k, NULL,
+                                      &err),
+                 TETHER_OK);
+        fake_last(&d);
+        CHECK(d.group_segment_size == saxpy_group + 256);
     }
     /* a kernel launch compatible image check: an xnack+ image would not run on this agent */
     {
