@@ -50,7 +50,7 @@
  * launch, sync), so a slow driver never blocks lookups or other devices.
  *
  * Memory model: PLUGIN_ALLOC_HOST memory is page-locked host memory the device can access at the
- * SAME address (UVA: true for CUDA and HSA); common registers it in the device's pinned map.
+ * SAME address (UVA: true for CUDA and HSA); common registers it in the plugin's pinned map.
  * host_register() may return a device-accessible address different from the host address (HSA
  * agent pointers); common hands that address back to the backend in transfers (`host_dev`).
  *

@@ -190,6 +190,8 @@ static tether_status_t check_ops(const struct plugin_ops *ops, struct tether_err
     return TETHER_OK;
 }
 
+static const struct pinned_ops plugin_pinned_ops;
+
 tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plugin_p,
                               struct tether_error *err)
 {
@@ -241,10 +243,20 @@ tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plug
         pthread_mutex_init(&state->slots[i].lock, NULL);
         atomic_init(&state->slots[i].device, NULL);
     }
+    rc = pinned_map_create(&plugin_pinned_ops, plugin, &state->pinned);
+    if (rc != TETHER_OK) {
+        plugin_error_set(err, rc, "cannot create the pinned map");
+        goto destroy_slots;
+    }
     plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "plugin ready, %d device(s)", (int)n);
     *plugin_p = plugin;
     return TETHER_OK;
 
+destroy_slots:
+    for (int32_t i = 0; i < n; i++) {
+        pthread_mutex_destroy(&state->slots[i].lock);
+    }
+    free(state->slots);
 destroy_backend:
     plugin->state = NULL;
     ops->plugin_destroy(plugin);
@@ -265,6 +277,10 @@ void plugin_destroy(struct plugin *plugin)
     }
     state = plugin->state;
     plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "shutting down");
+    /* Unpin what tether still holds while the devices (and their contexts) still exist. */
+    plugin_pin_device_set(NULL);
+    pinned_map_destroy(state->pinned);
+    state->pinned = NULL;
     for (int32_t i = 0; i < plugin->num_devices; i++) {
         struct plugin_device *dev = plugin_device_peek(plugin, i);
 
@@ -301,12 +317,38 @@ void plugin_set_requires(struct plugin *plugin, int64_t flags)
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
-/* Pinned-map callbacks: the backend's host_register/host_unregister, or the identity. */
+/* Pinned-map callbacks: the backend's host_register/host_unregister, or the identity.  The map
+ * belongs to the plugin; the device whose call reached the map is kept per thread, and a call
+ * without one (the map's destruction at shutdown) goes through the first live device. */
+static _Thread_local struct plugin_device *pin_device_tls;
+
+void plugin_pin_device_set(struct plugin_device *dev)
+{
+    pin_device_tls = dev;
+}
+
+static struct plugin_device *pin_device(struct plugin *plugin)
+{
+    struct plugin_device *dev = pin_device_tls;
+
+    if (dev != NULL && dev->plugin == plugin) {
+        return dev;
+    }
+    for (int32_t i = 0; i < plugin->num_devices; i++) {
+        dev = plugin_device_peek(plugin, i);
+        if (dev != NULL) {
+            return dev;
+        }
+    }
+    return NULL;
+}
+
 static tether_status_t pin_cb(void *ctx, void *ptr, size_t size, void **dev_ptr_p, bool *external_p,
                               struct tether_error *err)
 {
-    struct plugin_device *dev = ctx;
-    const struct plugin_ops *ops = dev->plugin->ops;
+    struct plugin *plugin = ctx;
+    const struct plugin_ops *ops = plugin->ops;
+    struct plugin_device *dev = pin_device(plugin);
     struct tether_error local;
 
     if (ops->host_register == NULL) {
@@ -314,16 +356,20 @@ static tether_status_t pin_cb(void *ctx, void *ptr, size_t size, void **dev_ptr_
         *external_p = false;
         return TETHER_OK;
     }
+    if (dev == NULL) {
+        return plugin_error_set(err, TETHER_ERR_NO_DEVICE, "no initialised device to pin %p", ptr);
+    }
     return ops->host_register(dev, ptr, size, dev_ptr_p, external_p, err ? err : &local);
 }
 
 static tether_status_t unpin_cb(void *ctx, void *base, size_t size, struct tether_error *err)
 {
-    struct plugin_device *dev = ctx;
-    const struct plugin_ops *ops = dev->plugin->ops;
+    struct plugin *plugin = ctx;
+    const struct plugin_ops *ops = plugin->ops;
+    struct plugin_device *dev = pin_device(plugin);
     struct tether_error local;
 
-    if (ops->host_unregister == NULL) {
+    if (ops->host_unregister == NULL || dev == NULL) {
         return TETHER_OK;
     }
     return ops->host_unregister(dev, base, size, err ? err : &local);
@@ -386,11 +432,6 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     }
     limits_sanitize(&limits);
     dev->limits = limits;
-    rc = pinned_map_create(&plugin_pinned_ops, dev, &state->pinned);
-    if (rc != TETHER_OK) {
-        plugin_error_set(err, rc, "cannot create the pinned map");
-        goto destroy_device;
-    }
     if (ops->device_name != NULL) {
         ops->device_name(dev, state->name, sizeof(state->name));
     }
@@ -477,7 +518,6 @@ void plugin_device_teardown(struct plugin_device *dev)
         free(state->queues[i]);
     }
     free(state->queues);
-    pinned_map_destroy(state->pinned);
     pthread_mutex_destroy(&state->lock);
     dev->state = NULL;
     ops->device_destroy(dev);
@@ -488,7 +528,7 @@ void plugin_device_teardown(struct plugin_device *dev)
 
 size_t plugin_pinned_count(struct plugin_device *dev)
 {
-    return pinned_map_count(dev->state->pinned);
+    return pinned_map_count(dev->plugin->state->pinned);
 }
 
 tether_status_t plugin_device_describe(struct plugin *plugin, int32_t id,
@@ -513,7 +553,7 @@ tether_status_t plugin_device_describe(struct plugin *plugin, int32_t id,
     snprintf(info.library, sizeof(info.library), "libomptarget.rtl.%s.nextgen.so",
              plugin->ops->name);
     snprintf(info.name, sizeof(info.name), "%s", dev->state->name);
-    info.pinned_ranges = pinned_map_count(dev->state->pinned);
+    info.pinned_ranges = pinned_map_count(dev->plugin->state->pinned);
     pthread_mutex_lock(&dev->state->lock);
     info.images_loaded = dev->state->num_loaded;
     pthread_mutex_unlock(&dev->state->lock);
@@ -554,7 +594,7 @@ void plugin_print_device_info(struct plugin *plugin, int32_t id)
     emit_stdout(NULL, "Default threads per team", "%u", dev->limits.default_threads);
     emit_stdout(NULL, "Default teams", "%u", dev->limits.default_teams);
     emit_stdout(NULL, "Queues (async)", "%s", plugin_has_queues(plugin) ? "yes" : "no");
-    emit_stdout(NULL, "Pinned ranges", "%zu", pinned_map_count(dev->state->pinned));
+    emit_stdout(NULL, "Pinned ranges", "%zu", pinned_map_count(dev->plugin->state->pinned));
     if (plugin->ops->device_info != NULL) {
         plugin->ops->device_info(dev, emit_stdout, NULL);
     }

@@ -65,7 +65,8 @@ tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32
         return plugin_error_set(err, TETHER_ERR_INTERNAL, "backend alloc returned NULL");
     }
     if (bkind == PLUGIN_ALLOC_HOST) {
-        rc = pinned_map_register(dev->state->pinned, ptr, (size_t)size, ptr, err);
+        plugin_pin_device_set(dev);
+        rc = pinned_map_register(dev->plugin->state->pinned, ptr, (size_t)size, ptr, err);
         if (rc != TETHER_OK) {
             goto free_ptr;
         }
@@ -98,7 +99,8 @@ tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t
                                 kind_name(kind));
     }
     if (bkind == PLUGIN_ALLOC_HOST) {
-        rc = pinned_map_unregister(dev->state->pinned, ptr, err);
+        plugin_pin_device_set(dev);
+        rc = pinned_map_unregister(dev->plugin->state->pinned, ptr, err);
         if (rc != TETHER_OK) {
             return rc;
         }
@@ -158,7 +160,7 @@ tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const v
     if (rc != TETHER_OK || size == 0) {
         return rc;
     }
-    if (!pinned_map_lookup(dev->state->pinned, hst, (size_t)size, &host_dev)) {
+    if (!pinned_map_lookup(dev->plugin->state->pinned, hst, (size_t)size, &host_dev)) {
         host_dev = NULL;
     }
     rc = copy_queue(dev, async, &pa, err);
@@ -182,7 +184,7 @@ tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const
     if (rc != TETHER_OK || size == 0) {
         return rc;
     }
-    if (!pinned_map_lookup(dev->state->pinned, hst, (size_t)size, &host_dev)) {
+    if (!pinned_map_lookup(dev->plugin->state->pinned, hst, (size_t)size, &host_dev)) {
         host_dev = NULL;
     }
     rc = copy_queue(dev, async, &pa, err);
@@ -231,7 +233,8 @@ tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t s
     if (size <= 0 || (uint64_t)size > SIZE_MAX) {
         return plugin_error_set(err, TETHER_ERR_INVALID, "size %lld", (long long)size);
     }
-    rc = pinned_map_lock(dev->state->pinned, ptr, (size_t)size, &dev_ptr, err);
+    plugin_pin_device_set(dev);
+    rc = pinned_map_lock(dev->plugin->state->pinned, ptr, (size_t)size, &dev_ptr, err);
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -239,13 +242,13 @@ tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t s
         /* libomptarget treats NULL as failure: undo, so the count stays right. */
         struct tether_error ignored;
 
-        pinned_map_unlock(dev->state->pinned, ptr, &ignored);
+        pinned_map_unlock(dev->plugin->state->pinned, ptr, &ignored);
         return plugin_error_set(err, TETHER_ERR_INTERNAL, "pinning %p gave a NULL device address",
                                 ptr);
     }
     if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_MAPPING_CHANGED)) {
         plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "locked %p (%lld bytes) -> %p, %zu range(s)",
-                   ptr, (long long)size, dev_ptr, pinned_map_count(dev->state->pinned));
+                   ptr, (long long)size, dev_ptr, pinned_map_count(dev->plugin->state->pinned));
     }
     *dev_ptr_p = dev_ptr;
     return TETHER_OK;
@@ -255,13 +258,14 @@ tether_status_t plugin_data_unlock(struct plugin_device *dev, void *ptr, struct 
 {
     tether_status_t rc;
 
-    rc = pinned_map_unlock(dev->state->pinned, ptr, err);
+    plugin_pin_device_set(dev);
+    rc = pinned_map_unlock(dev->plugin->state->pinned, ptr, err);
     if (rc != TETHER_OK) {
         return rc;
     }
     if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_MAPPING_CHANGED)) {
         plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "unlocked %p, %zu range(s)", ptr,
-                   pinned_map_count(dev->state->pinned));
+                   pinned_map_count(dev->plugin->state->pinned));
     }
     return TETHER_OK;
 }

@@ -43,7 +43,6 @@ struct plugin_seen_image {
 
 struct plugin_device_state {
     pthread_mutex_t lock;
-    struct pinned_map *pinned;
     struct plugin_async **queues; /* free pool */
     size_t num_queues, cap_queues;
     struct plugin_event **events; /* free pool */
@@ -62,6 +61,12 @@ struct plugin_slot {
 
 struct plugin_state {
     const char *name;
+    /* ONE pinned map per plugin (per driver), not per device: a CUDA registration (PORTABLE) is
+     * valid for every device and an HSA lock with no agent list covers every agent, so locking a
+     * range through device 1 that device 0 already pinned must add a reference, not pin twice,
+     * and unlocking through one device must not unpin what another still uses.  See
+     * docs/pinned-memory.md. */
+    struct pinned_map *pinned;
     atomic_uint info_flags;
     bool debug;
     int64_t requires_flags;
@@ -74,6 +79,11 @@ struct plugin_state {
 };
 
 /* Internal helpers shared by common's files. */
+
+/* Run a pinned-map call on behalf of `dev`: the map's pin/unpin callbacks reach the backend
+ * through this device (any device of the plugin will do for a portable registration, but the one
+ * the user named is the natural choice). */
+void plugin_pin_device_set(struct plugin_device *dev);
 void plugin_device_teardown(struct plugin_device *dev);
 tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async_info *async,
                                      struct plugin_async **pa_p, struct tether_error *err);

@@ -38,7 +38,7 @@ struct tether_device_info {
     char plugin[16];        /* backend: "x86_64", "cuda", "amdgpu" */
     char library[64];       /* "libomptarget.rtl.<backend>.nextgen.so" (tether's) */
     char name[96];          /* device description, e.g. "NVIDIA H200 (sm_90)" */
-    uint64_t pinned_ranges; /* ranges in the device's pinned map right now */
+    uint64_t pinned_ranges; /* ranges in the plugin's pinned map (one per plugin) right now */
     uint64_t images_loaded; /* device images loaded on the device so far */
 };
 

@@ -72,17 +72,28 @@ int main(void)
     llvm_omp_target_unlock_mem(p1 == NULL ? buf : a + 60000, dev);
     CHECK(conf_pinned(dev) == 0);
 
-    /* Each device has its own map. */
+    /* One map per plugin, shared by its devices: a registration is valid for every device, so a
+     * range locked through one device and locked again inside it through another is one pinned
+     * range with two references, and an extension is refused whichever device asks. */
     if (omp_get_num_devices() > 1) {
         int other = dev == 0 ? 1 : 0;
-        char *q0 = llvm_omp_target_lock_mem(a, 4096, dev);
-        char *q1 = llvm_omp_target_lock_mem(buf, 65536, other); /* overlaps dev's range */
+        struct tether_device_info di, oi;
 
-        CHECK(q0 != NULL && q1 != NULL);
-        CHECK(conf_pinned(dev) == 1 && conf_pinned(other) == 1);
-        llvm_omp_target_unlock_mem(a, dev);
-        llvm_omp_target_unlock_mem(buf, other);
-        CHECK(conf_pinned(dev) == 0 && conf_pinned(other) == 0);
+        if (tether_device_query(dev, &di) == 0 && tether_device_query(other, &oi) == 0 &&
+            strcmp(di.plugin, oi.plugin) == 0) {
+            char *q0 = llvm_omp_target_lock_mem(a, 4096, dev);
+            char *q1 = llvm_omp_target_lock_mem(a + 100, 100, other);
+
+            CHECK(q0 != NULL && q1 == q0 + 100);
+            CHECK(conf_pinned(dev) == 1 && conf_pinned(other) == 1);
+            conf_capture_begin(&cap);
+            CHECK(llvm_omp_target_lock_mem(buf, 65536, other) == NULL); /* extends from below */
+            conf_capture_end(&cap, msg, sizeof(msg));
+            llvm_omp_target_unlock_mem(a, dev);
+            CHECK(conf_pinned(other) == 1); /* the other device's reference keeps it pinned */
+            llvm_omp_target_unlock_mem(a + 100, other);
+            CHECK(conf_pinned(dev) == 0 && conf_pinned(other) == 0);
+        }
     }
     free(buf);
     return conf_exit("c09_lock");

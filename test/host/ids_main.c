@@ -93,17 +93,18 @@ int main(void)
         int d1 = base + 1, d0 = base;
         char *p, *q;
 
+        /* Routed by the global number to the right plugin; one map per plugin. */
         p = llvm_omp_target_lock_mem(buf, 4096, d1);
         CHECK(p == buf);
-        CHECK(pinned(d1) == 1 && pinned(d0) == 0 && pinned(other + 1) == 0);
-        q = llvm_omp_target_lock_mem(buf + 100, 10, d1); /* inside: same map */
+        CHECK(pinned(d1) == 1 && pinned(d0) == 1 && pinned(other + 1) == 0);
+        q = llvm_omp_target_lock_mem(buf + 100, 10, d0); /* inside, through another device */
         CHECK(q == buf + 100);
-        CHECK(llvm_omp_target_lock_mem(buf, 8192, d1) == NULL); /* extends d1's range */
-        CHECK(llvm_omp_target_lock_mem(buf, 8192, d0) == buf);  /* d0: its own map */
-        CHECK(pinned(d0) == 1 && pinned(d1) == 1);
-        llvm_omp_target_unlock_mem(buf + 100, d1);
+        CHECK(llvm_omp_target_lock_mem(buf, 8192, d1) == NULL); /* extends the range */
+        CHECK(llvm_omp_target_lock_mem(buf, 8192, d0) == NULL); /* whichever device asks */
+        CHECK(pinned(d0) == 1 && pinned(d1) == 1 && pinned(other) == 0);
+        llvm_omp_target_unlock_mem(buf + 100, d0);
+        CHECK(pinned(d0) == 1);
         llvm_omp_target_unlock_mem(buf, d1);
-        llvm_omp_target_unlock_mem(buf, d0);
         CHECK(pinned(d0) == 0 && pinned(d1) == 0);
     }
     /* Transfers from memory locked on an x86_64 device, to a region there. */
