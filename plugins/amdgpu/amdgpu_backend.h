@@ -57,6 +57,17 @@
 #define AMDGPU_TEAMS_PER_CU 4         /* LLVM 16's default teams per compute unit */
 #define AMDGPU_DEFAULT_THREADS 256    /* LLVM 16's AMDGPU GV_Default_WG_Size */
 
+/* A host range this plugin locked with hsa_amd_memory_lock (for every agent), shared by whoever
+ * needs it locked: a pinned-map entry (host_register) and transfers of pageable memory that lies
+ * in it.  Unlocked when the last holder lets go. */
+struct amdgpu_lock {
+    void *host;
+    size_t size;
+    void *agent; /* the agent pointer of host */
+    unsigned refs;
+    struct amdgpu_lock *next;
+};
+
 struct amdgpu_plugin {
     struct plugin base;
     struct amdgpu_hsa hsa;
@@ -65,7 +76,9 @@ struct amdgpu_plugin {
     hsa_amd_memory_pool_t host_pool;    /* fine-grained, on the CPU agent */
     hsa_amd_memory_pool_t kernarg_pool; /* KERNARG_INIT, on the CPU agent */
     int32_t num_gpus;
-    hsa_agent_t *gpus; /* num_gpus GPU agents, device id = index */
+    hsa_agent_t *gpus;         /* num_gpus GPU agents, device id = index */
+    pthread_mutex_t lock_mu;   /* guards locks */
+    struct amdgpu_lock *locks; /* ranges locked by this plugin */
 };
 
 struct amdgpu_hw_queue {
@@ -122,13 +135,14 @@ struct amdgpu_signal {
 enum amdgpu_pending_kind {
     AMDGPU_PENDING_SIGNAL,  /* one reference of a signal */
     AMDGPU_PENDING_KERNARG, /* back to the kernarg blocks (or freed if allocated alone) */
-    AMDGPU_PENDING_UNLOCK,  /* hsa_amd_memory_unlock of a temporary lock */
+    AMDGPU_PENDING_UNLOCK,  /* drop a transfer's hold on a struct amdgpu_lock */
 };
 
 struct amdgpu_pending {
     enum amdgpu_pending_kind kind;
     union {
         struct amdgpu_signal *signal;
+        struct amdgpu_lock *lock;
         void *ptr;
     } u;
 };
@@ -210,6 +224,15 @@ tether_status_t amdgpu_memcpy_d2d(struct plugin_device *dst_dev, void *dst,
  * how to give it back (amdgpu_pending_release). */
 tether_status_t amdgpu_kernarg_get(struct amdgpu_device *dev, size_t size, void **buf_p,
                                    struct amdgpu_pending *pending_p, struct tether_error *err);
+/* Hold [ptr, ptr + size) locked: a range inside one this plugin already locked takes a reference
+ * to it; otherwise hsa_amd_memory_lock for every agent.  *agent_p: the agent pointer of ptr;
+ * *lock_p: the hold to give back with amdgpu_lock_release(). */
+tether_status_t amdgpu_lock_acquire(struct amdgpu_device *dev, void *ptr, size_t size,
+                                    void **agent_p, struct amdgpu_lock **lock_p,
+                                    struct tether_error *err);
+/* Drop one hold; the last one unlocks.  A failed unlock is logged (warning) and returned. */
+tether_status_t amdgpu_lock_release(struct amdgpu_device *dev, struct amdgpu_lock *lock,
+                                    struct tether_error *err);
 void amdgpu_kernarg_put(struct amdgpu_device *dev, void *buf);
 void amdgpu_kernarg_fini(struct amdgpu_device *dev);
 

@@ -7,6 +7,7 @@
  * stream's previous signal as dependency.  Host memory that is not in the pinned map (host_dev
  * NULL) is locked for the copy alone and unlocked when the stream finds the copy complete.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "amdgpu_backend.h"
@@ -69,20 +70,112 @@ tether_status_t amdgpu_free(struct plugin_device *pdev, void *ptr, enum plugin_a
 
 /* ---- pinning ----------------------------------------------------------------------------- */
 
+/* The plugin's lock containing [ptr, ptr + size), or NULL (lock_mu held). */
+static struct amdgpu_lock *amdgpu_lock_find(struct amdgpu_plugin *ap, const void *ptr, size_t size)
+{
+    uintptr_t p = (uintptr_t)ptr;
+
+    for (struct amdgpu_lock *l = ap->locks; l != NULL; l = l->next) {
+        uintptr_t b = (uintptr_t)l->host;
+
+        if (p >= b && p - b <= l->size && size <= l->size - (p - b))
+            return l;
+    }
+    return NULL;
+}
+
+tether_status_t amdgpu_lock_acquire(struct amdgpu_device *dev, void *ptr, size_t size,
+                                    void **agent_p, struct amdgpu_lock **lock_p,
+                                    struct tether_error *err)
+{
+    struct amdgpu_plugin *ap = dev->ap;
+    struct amdgpu_lock *l, *mine;
+    void *agent = NULL;
+    tether_status_t st;
+
+    pthread_mutex_lock(&ap->lock_mu);
+    l = amdgpu_lock_find(ap, ptr, size);
+    if (l != NULL) {
+        l->refs++;
+        *agent_p = (char *)l->agent + ((char *)ptr - (char *)l->host);
+        *lock_p = l;
+    }
+    pthread_mutex_unlock(&ap->lock_mu);
+    if (l != NULL)
+        return TETHER_OK;
+
+    mine = calloc(1, sizeof(*mine));
+    if (mine == NULL)
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "out of memory");
+    /* the runtime call is slow: never under lock_mu */
+    st = amdgpu_check(dev, ap->hsa.hsa_amd_memory_lock(ptr, size, NULL, 0, &agent),
+                      "hsa_amd_memory_lock", err);
+    if (st != TETHER_OK) {
+        free(mine);
+        return st;
+    }
+    mine->host = ptr;
+    mine->size = size;
+    mine->agent = agent;
+    mine->refs = 1;
+    pthread_mutex_lock(&ap->lock_mu);
+    mine->next = ap->locks;
+    ap->locks = mine;
+    pthread_mutex_unlock(&ap->lock_mu);
+    *agent_p = agent;
+    *lock_p = mine;
+    return TETHER_OK;
+}
+
+tether_status_t amdgpu_lock_release(struct amdgpu_device *dev, struct amdgpu_lock *lock,
+                                    struct tether_error *err)
+{
+    struct amdgpu_plugin *ap = dev->ap;
+    struct amdgpu_lock **pp;
+    bool last = false;
+    tether_status_t st;
+
+    pthread_mutex_lock(&ap->lock_mu);
+    if (--lock->refs == 0) {
+        for (pp = &ap->locks; *pp != NULL; pp = &(*pp)->next) {
+            if (*pp == lock) {
+                *pp = lock->next;
+                break;
+            }
+        }
+        last = true;
+    }
+    pthread_mutex_unlock(&ap->lock_mu);
+    if (!last)
+        return TETHER_OK;
+    st = amdgpu_check(dev, ap->hsa.hsa_amd_memory_unlock(lock->host), "hsa_amd_memory_unlock", err);
+    if (st != TETHER_OK)
+        plugin_log(&ap->base, &dev->base, PLUGIN_LOG_WARN, "%s (host %p, %zu bytes)", err->msg,
+                   lock->host, lock->size);
+    free(lock);
+    return st;
+}
+
 tether_status_t amdgpu_host_register(struct plugin_device *pdev, void *ptr, size_t size,
                                      void **dev_ptr_p, bool *external_p, struct tether_error *err)
 {
     struct amdgpu_device *dev = amdgpu_device_of(pdev);
-    const struct amdgpu_hsa *hsa = &dev->ap->hsa;
+    struct amdgpu_plugin *ap = dev->ap;
     hsa_amd_pointer_info_t info;
-    void *agent_ptr = NULL;
+    struct amdgpu_lock *lock;
     tether_status_t st;
+    bool ours;
 
-    /* Memory the runtime already knows: locked by someone else (counted, never unlocked by us) or
-     * allocated from an HSA pool (already visible to the agents at its own address). */
+    /* Memory the runtime knows and we did not lock: locked by someone else (counted by the
+     * pinned map, never unlocked by us) or allocated from an HSA pool (visible to the agents at
+     * its own address).  A range inside one of our own locks (a transfer in flight) is not
+     * "someone else's": it joins that lock below. */
+    pthread_mutex_lock(&ap->lock_mu);
+    ours = amdgpu_lock_find(ap, ptr, size) != NULL;
+    pthread_mutex_unlock(&ap->lock_mu);
     memset(&info, 0, sizeof(info));
     info.size = sizeof(info);
-    if (hsa->hsa_amd_pointer_info(ptr, &info, NULL, NULL, NULL) == HSA_STATUS_SUCCESS) {
+    if (!ours && ap->hsa.hsa_amd_pointer_info(ptr, &info, NULL, NULL, NULL) == HSA_STATUS_SUCCESS) {
         uintptr_t p = (uintptr_t)ptr, base = (uintptr_t)info.hostBaseAddress;
 
         if (info.type == HSA_EXT_POINTER_TYPE_LOCKED && p >= base && p - base <= info.sizeInBytes &&
@@ -97,11 +190,9 @@ tether_status_t amdgpu_host_register(struct plugin_device *pdev, void *ptr, size
             return TETHER_OK;
         }
     }
-    st = amdgpu_check(dev, hsa->hsa_amd_memory_lock(ptr, size, NULL, 0, &agent_ptr),
-                      "hsa_amd_memory_lock", err);
+    st = amdgpu_lock_acquire(dev, ptr, size, dev_ptr_p, &lock, err);
     if (st != TETHER_OK)
         return st;
-    *dev_ptr_p = agent_ptr;
     *external_p = false;
     return TETHER_OK;
 }
@@ -110,10 +201,17 @@ tether_status_t amdgpu_host_unregister(struct plugin_device *pdev, void *base, s
                                        struct tether_error *err)
 {
     struct amdgpu_device *dev = amdgpu_device_of(pdev);
+    struct amdgpu_plugin *ap = dev->ap;
+    struct amdgpu_lock *lock;
 
-    (void)size;
-    return amdgpu_check(dev, dev->ap->hsa.hsa_amd_memory_unlock(base), "hsa_amd_memory_unlock",
-                        err);
+    pthread_mutex_lock(&ap->lock_mu);
+    lock = amdgpu_lock_find(ap, base, size);
+    pthread_mutex_unlock(&ap->lock_mu);
+    if (lock == NULL)
+        return plugin_error_set(err, TETHER_ERR_NOT_FOUND,
+                                "host range %p (%zu bytes) is not locked by this plugin", base,
+                                size);
+    return amdgpu_lock_release(dev, lock, err);
 }
 
 /* ---- copies ------------------------------------------------------------------------------- */
@@ -157,21 +255,20 @@ static tether_status_t amdgpu_copy_host(struct amdgpu_device *dev, bool to_devic
                                         const void *src, size_t size, const void *host_dev,
                                         struct plugin_queue *queue, struct tether_error *err)
 {
-    const struct amdgpu_hsa *hsa = &dev->ap->hsa;
     void *host = to_device ? (void *)src : dst;
-    struct amdgpu_pending unlock = {.kind = AMDGPU_PENDING_UNLOCK, .u.ptr = host};
+    struct amdgpu_pending unlock = {.kind = AMDGPU_PENDING_UNLOCK};
     struct plugin_queue tmp, *q = queue;
     size_t num_extra = 0;
     tether_status_t st;
 
     if (host_dev == NULL) {
-        void *locked = NULL;
+        /* pageable: hold it locked until the copy is known complete */
+        void *agent = NULL;
 
-        st = amdgpu_check(dev, hsa->hsa_amd_memory_lock(host, size, &dev->agent, 1, &locked),
-                          "hsa_amd_memory_lock(transfer)", err);
+        st = amdgpu_lock_acquire(dev, host, size, &agent, &unlock.u.lock, err);
         if (st != TETHER_OK)
             return st;
-        host_dev = locked;
+        host_dev = agent;
         num_extra = 1;
     }
     if (q == NULL) {

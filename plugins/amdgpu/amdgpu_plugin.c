@@ -152,6 +152,13 @@ static hsa_status_t amdgpu_isa_cb(hsa_isa_t isa, void *data)
 
 static void amdgpu_plugin_free(struct amdgpu_plugin *ap)
 {
+    while (ap->locks != NULL) { /* holds nobody gave back: the runtime forgets them at shutdown */
+        struct amdgpu_lock *l = ap->locks;
+
+        ap->locks = l->next;
+        free(l);
+    }
+    pthread_mutex_destroy(&ap->lock_mu);
     if (ap->hsa_up)
         ap->hsa.hsa_shut_down();
     /* The runtime library stays loaded: its threads and atexit handlers may outlive us. */
@@ -168,6 +175,7 @@ static tether_status_t amdgpu_plugin_create(struct plugin **plugin_p, struct tet
 
     if (ap == NULL)
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "out of memory");
+    pthread_mutex_init(&ap->lock_mu, NULL);
     st = amdgpu_hsa_open(NULL, &ap->hsa, err);
     if (st == TETHER_ERR_NO_DRIVER) {
         plugin_log(&amdgpu_log_plugin, NULL, PLUGIN_LOG_INFO, "no AMD GPU devices: %s", err->msg);
@@ -366,8 +374,15 @@ static tether_status_t amdgpu_device_create(struct plugin *plugin, int32_t id,
                               dev->isa);
         goto free_device;
     }
-    if (dev->queue_packets > AMDGPU_HW_QUEUE_PACKETS)
+    if (dev->queue_packets > AMDGPU_HW_QUEUE_PACKETS) {
+        uint32_t min_packets = 0;
+
         dev->queue_packets = AMDGPU_HW_QUEUE_PACKETS;
+        if (hsa->hsa_agent_get_info(dev->agent, HSA_AGENT_INFO_QUEUE_MIN_SIZE, &min_packets) ==
+                HSA_STATUS_SUCCESS &&
+            min_packets > dev->queue_packets)
+            dev->queue_packets = min_packets;
+    }
     queues = plugin_env_int("TETHER_AMDGPU_QUEUES", AMDGPU_DEFAULT_HW_QUEUES);
     dev->num_hw_queues = (uint32_t)(queues < 1                      ? 1
                                     : queues > AMDGPU_MAX_HW_QUEUES ? AMDGPU_MAX_HW_QUEUES

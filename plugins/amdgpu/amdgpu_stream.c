@@ -208,11 +208,12 @@ void amdgpu_pending_release(struct amdgpu_device *dev, const struct amdgpu_pendi
     case AMDGPU_PENDING_KERNARG:
         amdgpu_kernarg_put(dev, p->u.ptr);
         break;
-    case AMDGPU_PENDING_UNLOCK:
-        if (dev->ap->hsa.hsa_amd_memory_unlock(p->u.ptr) != HSA_STATUS_SUCCESS)
-            plugin_log(&dev->ap->base, &dev->base, PLUGIN_LOG_WARN,
-                       "hsa_amd_memory_unlock(%p) failed after a transfer", p->u.ptr);
+    case AMDGPU_PENDING_UNLOCK: {
+        struct tether_error err; /* a failure is logged as a warning: the data moved */
+
+        amdgpu_lock_release(dev, p->u.lock, &err);
         break;
+    }
     }
 }
 

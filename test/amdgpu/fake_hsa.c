@@ -358,6 +358,9 @@ FAKE_EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t 
     case HSA_AGENT_INFO_QUEUE_MAX_SIZE:
         *(uint32_t *)value = 131072;
         return HSA_STATUS_SUCCESS;
+    case HSA_AGENT_INFO_QUEUE_MIN_SIZE:
+        *(uint32_t *)value = 64;
+        return HSA_STATUS_SUCCESS;
     case HSA_AGENT_INFO_GRID_MAX_DIM:
         *(hsa_dim3_t *)value = (hsa_dim3_t){UINT32_MAX, UINT16_MAX, UINT16_MAX};
         return HSA_STATUS_SUCCESS;

@@ -321,6 +321,19 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
     CHECK_ST(plugin_data_unlock(dev, back, &err), TETHER_OK);
     CHECK(stats().live_locks == 0);
 
+    /* a lock taken while a transfer of the same pageable buffer is in flight joins the
+     * transfer's lock, which then outlives the transfer */
+    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), &a1, &err), TETHER_OK);
+    CHECK_ST(plugin_data_lock(dev, back, sizeof(back), &locked, &err), TETHER_OK);
+    CHECK(((uintptr_t)locked & ~(1ull << 47)) == (uintptr_t)back);
+    CHECK_ST(plugin_async_sync(dev, &a1, &err), TETHER_OK);
+    CHECK(stats().live_locks == 1);
+    memset(back, 0, sizeof(back));
+    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
+    CHECK(memcmp(back, pattern, sizeof(back)) == 0);
+    CHECK_ST(plugin_data_unlock(dev, back, &err), TETHER_OK);
+    CHECK(stats().live_locks == 0);
+
     /* host memory: fine-grained, same address on both sides */
     CHECK_ST(plugin_data_alloc(dev, 4096, 1, &hmem, &err), TETHER_OK);
     memcpy(hmem, pattern, 4096);
