@@ -156,20 +156,19 @@ tether_status_t amdgpu_lock_release(struct amdgpu_device *dev, struct amdgpu_loc
     return st;
 }
 
-tether_status_t amdgpu_host_register(struct plugin_device *pdev, void *ptr, size_t size,
-                                     void **dev_ptr_p, bool *external_p, struct tether_error *err)
+/* The agent pointer of host range [ptr, ptr + size), locking it when needed.  Memory the runtime
+ * knows and we did not lock is used as it is: locked by someone else (its agent pointer) or
+ * allocated from an HSA pool (its own address); *lock_p is then NULL and *external_p true.
+ * Otherwise *lock_p is our hold (amdgpu_lock_acquire: joining our own lock when the range lies in
+ * one, e.g. a transfer in flight, else a new hsa_amd_memory_lock). */
+static tether_status_t amdgpu_host_access(struct amdgpu_device *dev, void *ptr, size_t size,
+                                          void **agent_p, struct amdgpu_lock **lock_p,
+                                          bool *external_p, struct tether_error *err)
 {
-    struct amdgpu_device *dev = amdgpu_device_of(pdev);
     struct amdgpu_plugin *ap = dev->ap;
     hsa_amd_pointer_info_t info;
-    struct amdgpu_lock *lock;
-    tether_status_t st;
     bool ours;
 
-    /* Memory the runtime knows and we did not lock: locked by someone else (counted by the
-     * pinned map, never unlocked by us) or allocated from an HSA pool (visible to the agents at
-     * its own address).  A range inside one of our own locks (a transfer in flight) is not
-     * "someone else's": it joins that lock below. */
     pthread_mutex_lock(&ap->lock_mu);
     ours = amdgpu_lock_find(ap, ptr, size) != NULL;
     pthread_mutex_unlock(&ap->lock_mu);
@@ -180,21 +179,29 @@ tether_status_t amdgpu_host_register(struct plugin_device *pdev, void *ptr, size
 
         if (info.type == HSA_EXT_POINTER_TYPE_LOCKED && p >= base && p - base <= info.sizeInBytes &&
             size <= info.sizeInBytes - (p - base)) {
-            *dev_ptr_p = (char *)info.agentBaseAddress + (p - base);
+            *agent_p = (char *)info.agentBaseAddress + (p - base);
+            *lock_p = NULL;
             *external_p = true;
             return TETHER_OK;
         }
         if (info.type == HSA_EXT_POINTER_TYPE_HSA) {
-            *dev_ptr_p = ptr;
+            *agent_p = ptr;
+            *lock_p = NULL;
             *external_p = true;
             return TETHER_OK;
         }
     }
-    st = amdgpu_lock_acquire(dev, ptr, size, dev_ptr_p, &lock, err);
-    if (st != TETHER_OK)
-        return st;
     *external_p = false;
-    return TETHER_OK;
+    return amdgpu_lock_acquire(dev, ptr, size, agent_p, lock_p, err);
+}
+
+tether_status_t amdgpu_host_register(struct plugin_device *pdev, void *ptr, size_t size,
+                                     void **dev_ptr_p, bool *external_p, struct tether_error *err)
+{
+    struct amdgpu_lock *lock;
+
+    /* the hold stays in the plugin's lock table until host_unregister */
+    return amdgpu_host_access(amdgpu_device_of(pdev), ptr, size, dev_ptr_p, &lock, external_p, err);
 }
 
 tether_status_t amdgpu_host_unregister(struct plugin_device *pdev, void *base, size_t size,
@@ -262,14 +269,16 @@ static tether_status_t amdgpu_copy_host(struct amdgpu_device *dev, bool to_devic
     tether_status_t st;
 
     if (host_dev == NULL) {
-        /* pageable: hold it locked until the copy is known complete */
+        /* not in the pinned map: hold it locked until the copy is known complete (or use it as
+         * it is when the runtime already knows it) */
         void *agent = NULL;
+        bool external;
 
-        st = amdgpu_lock_acquire(dev, host, size, &agent, &unlock.u.lock, err);
+        st = amdgpu_host_access(dev, host, size, &agent, &unlock.u.lock, &external, err);
         if (st != TETHER_OK)
             return st;
         host_dev = agent;
-        num_extra = 1;
+        num_extra = unlock.u.lock != NULL ? 1 : 0;
     }
     if (q == NULL) {
         st = amdgpu_stream_init(dev, &tmp);

@@ -340,6 +340,9 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
     s0 = stats();
     CHECK_ST(plugin_data_submit(dev, dmem, hmem, 4096, NULL, &err), TETHER_OK);
     CHECK(stats().lock_calls == s0.lock_calls);
+    /* even when the caller does not say it is pinned: the runtime knows it, no lock is taken */
+    CHECK_ST(plugin_backend_ops.memcpy_h2d(dev, dmem, hmem, 4096, NULL, NULL, &err), TETHER_OK);
+    CHECK(stats().lock_calls == s0.lock_calls);
     CHECK_ST(plugin_data_delete(dev, hmem, 1, &err), TETHER_OK);
 
     /* the plain kernel: kernargs, hidden arguments, geometry; synchronous then on a queue */
