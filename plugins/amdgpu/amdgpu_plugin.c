@@ -217,12 +217,18 @@ static tether_status_t amdgpu_plugin_create(struct plugin **plugin_p, struct tet
         goto free_agents;
     }
     ap->cpu_agent = scan.cpu;
-    if (!amdgpu_find_pool(&ap->hsa, ap->cpu_agent, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT, 0,
-                          &ap->kernarg_pool, NULL) ||
+    /* host memory: a fine-grained pool, preferably not the kernarg one */
+    if (!amdgpu_find_pool(&ap->hsa, ap->cpu_agent, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+                          HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT, &ap->host_pool, NULL) &&
         !amdgpu_find_pool(&ap->hsa, ap->cpu_agent, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, 0,
                           &ap->host_pool, NULL)) {
         st = plugin_error_set(err, TETHER_ERR_DRIVER,
-                              "the HSA CPU agent has no fine-grained or no kernarg memory pool");
+                              "the HSA CPU agent has no fine-grained memory pool");
+        goto free_agents;
+    }
+    if (!amdgpu_find_pool(&ap->hsa, ap->cpu_agent, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT, 0,
+                          &ap->kernarg_pool, NULL)) {
+        st = plugin_error_set(err, TETHER_ERR_DRIVER, "the HSA CPU agent has no kernarg pool");
         goto free_agents;
     }
     ap->gpus = scan.gpus;

@@ -51,6 +51,7 @@
 #define FAKE_POOL_HOST_KERNARG 1 /* CPU: fine-grained + kernarg */
 #define FAKE_POOL_HOST_COARSE 2  /* CPU: coarse-grained (should not be picked for host memory) */
 #define FAKE_POOL_DEVICE 3       /* GPU: coarse-grained */
+#define FAKE_POOL_HOST_FINE 4    /* CPU: fine-grained (what host allocations should use) */
 
 /* ---- state ---------------------------------------------------------------------------------- */
 
@@ -412,6 +413,8 @@ FAKE_EXPORT hsa_status_t hsa_amd_agent_iterate_memory_pools(
         st = callback((hsa_amd_memory_pool_t){FAKE_POOL_HOST_COARSE}, data);
         if (st == HSA_STATUS_SUCCESS)
             st = callback((hsa_amd_memory_pool_t){FAKE_POOL_HOST_KERNARG}, data);
+        if (st == HSA_STATUS_SUCCESS)
+            st = callback((hsa_amd_memory_pool_t){FAKE_POOL_HOST_FINE}, data);
     } else if (gpu >= 0) {
         st = callback((hsa_amd_memory_pool_t){FAKE_POOL_DEVICE | ((uint64_t)gpu << 8)}, data);
     } else {
@@ -431,10 +434,11 @@ FAKE_EXPORT hsa_status_t hsa_amd_memory_pool_get_info(hsa_amd_memory_pool_t pool
         *(hsa_amd_segment_t *)value = HSA_AMD_SEGMENT_GLOBAL;
         return HSA_STATUS_SUCCESS;
     case HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS:
-        *(uint32_t *)value = kind == FAKE_POOL_HOST_KERNARG
-                                 ? HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT |
-                                       HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
-                                 : HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
+        *(uint32_t *)value =
+            kind == FAKE_POOL_HOST_KERNARG ? HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT |
+                                                 HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
+            : kind == FAKE_POOL_HOST_FINE ? HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
+                                          : HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
         return HSA_STATUS_SUCCESS;
     case HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED:
         *(bool *)value = true;
@@ -467,8 +471,10 @@ FAKE_EXPORT hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t pool
 
     (void)flags;
     FAKE_FAIL_POINT("hsa_amd_memory_pool_allocate");
-    if (size == 0 || kind < FAKE_POOL_HOST_KERNARG || kind > FAKE_POOL_DEVICE)
+    if (size == 0 || kind < FAKE_POOL_HOST_KERNARG || kind > FAKE_POOL_HOST_FINE)
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    if (kind == FAKE_POOL_HOST_COARSE)
+        fake_error("allocation from the coarse-grained host pool (not coherent with the GPU)");
     a = calloc(1, sizeof(*a));
     if (a == NULL || posix_memalign(&a->ptr, 4096, size) != 0) {
         free(a);
