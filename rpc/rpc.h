@@ -125,16 +125,22 @@
 #include "rpc_arch.h"
 #include "tether/status.h"
 
+/* Checks: on with NDEBUG undefined or RPC_DEBUG defined.  A program may
+ * define RPC_ASSERT(cond) itself before including this header (e.g. to
+ * report a failing check from a GPU before trapping). */
 #if !defined(NDEBUG) || defined(RPC_DEBUG)
 #define RPC_CHECKS 1
+#if !defined(RPC_ASSERT)
 #if defined(RPC_ARCH_HOST) && !defined(NDEBUG)
 #include <assert.h>
 #define RPC_ASSERT(cond) assert(cond)
 #else
 #define RPC_ASSERT(cond) ((cond) ? (void)0 : __builtin_trap())
 #endif
+#endif
 #else
 #define RPC_CHECKS 0
+#undef RPC_ASSERT
 #define RPC_ASSERT(cond) ((void)0)
 #endif
 
@@ -661,12 +667,19 @@ static inline tether_status_t rpc_client_init(struct rpc_client *client, void *r
  * writes {lane_mask, opcode} into its header and returns true with *port_p
  * set; false (nothing changed) if every port is busy.  Per 32 ports it loads
  * the lock word and both mailbox words once.  `lane_mask`: the lanes making
- * the call, non-zero, below bit `lanes`. */
+ * the call, non-zero, below bit `lanes`, the same on every lane (on a SIMT
+ * target: the lanes executing this call together, e.g. the active mask);
+ * `opcode` and `hint` are taken from the mask's first lane. */
 static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcode,
                                        uint64_t lane_mask, uint32_t hint, rpc_port_t *port_p)
 {
     struct rpc_process *p = &client->process;
     RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
+    /* SIMT: the first lane's opcode and hint count for the whole call, so
+     * lanes that reached one call with different arguments (a compiler may
+     * merge the calls of two divergent branches into one) still agree. */
+    opcode = rpc_arch_broadcast(lane_mask, opcode);
+    hint = rpc_arch_broadcast(lane_mask, hint);
     uint32_t start = hint % p->ports;
     uint32_t w = start / 32;
     for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {

@@ -21,7 +21,8 @@
  *   - `mask` arguments are the lanes executing the call together (on the host
  *     any non-zero value, ignored); on a SIMT target all lanes in `mask` call
  *     the function convergently and get the same result back.
- *   - rpc_arch_load() returns the same value to every lane in `mask`.
+ *   - rpc_arch_load() and rpc_arch_broadcast() return the same value to
+ *     every lane in `mask` (the first lane's).
  *   - The shared mailbox words are written only through rpc_arch_flip(), and
  *     only by agents of one side (one GPU, or the threads of one host
  *     process group), so the RMW must be atomic among those agents only; the
@@ -122,6 +123,13 @@ static inline bool rpc_arch_any(uint64_t mask, bool pred)
     return pred;
 }
 
+/* The first lane's `value`, returned to every lane of `mask`. */
+static inline uint32_t rpc_arch_broadcast(uint64_t mask, uint32_t value)
+{
+    (void)mask;
+    return value;
+}
+
 /* Relaxed load; the value is uniform over `mask`. */
 static inline uint32_t rpc_arch_load(uint64_t mask, rpc_word_t *word)
 {
@@ -219,7 +227,7 @@ static inline bool rpc_arch_any(uint64_t mask, bool pred)
     return __nvvm_vote_any_sync((uint32_t)mask, pred);
 }
 
-static inline uint32_t rpc_arch_broadcast_(uint64_t mask, uint32_t value)
+static inline uint32_t rpc_arch_broadcast(uint64_t mask, uint32_t value)
 {
     return (uint32_t)__nvvm_shfl_sync_idx_i32((uint32_t)mask, (int)value,
                                               (int)rpc_arch_first_lane_(mask), 31);
@@ -228,7 +236,7 @@ static inline uint32_t rpc_arch_broadcast_(uint64_t mask, uint32_t value)
 /* ld.volatile has the memory-model meaning of ld.relaxed.sys (PTX ISA). */
 static inline uint32_t rpc_arch_load(uint64_t mask, rpc_word_t *word)
 {
-    return rpc_arch_broadcast_(mask, *(volatile uint32_t *)word);
+    return rpc_arch_broadcast(mask, *(volatile uint32_t *)word);
 }
 
 static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t value)
@@ -264,7 +272,7 @@ static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t b
     uint32_t old = 0;
     if (rpc_arch_is_first_lane(mask))
         old = (uint32_t)__nvvm_atom_or_gen_i((int *)word, (int)bit);
-    old = rpc_arch_broadcast_(mask, old);
+    old = rpc_arch_broadcast(mask, old);
     if (old & bit)
         return false;
     __nvvm_membar_gl();
@@ -324,10 +332,15 @@ static inline bool rpc_arch_any(uint64_t mask, bool pred)
 }
 
 /* `mask` must equal the active lanes (exec): readfirstlane reads the lowest. */
-static inline uint32_t rpc_arch_load(uint64_t mask, rpc_word_t *word)
+static inline uint32_t rpc_arch_broadcast(uint64_t mask, uint32_t value)
 {
     (void)mask;
-    return __builtin_amdgcn_readfirstlane(__atomic_load_n(word, __ATOMIC_RELAXED));
+    return __builtin_amdgcn_readfirstlane(value);
+}
+
+static inline uint32_t rpc_arch_load(uint64_t mask, rpc_word_t *word)
+{
+    return rpc_arch_broadcast(mask, __atomic_load_n(word, __ATOMIC_RELAXED));
 }
 
 static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t value)
@@ -358,8 +371,7 @@ static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t b
     uint32_t old = 0;
     if (rpc_arch_is_first_lane(mask))
         old = __atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
-    old = __builtin_amdgcn_readfirstlane(old);
-    (void)mask;
+    old = rpc_arch_broadcast(mask, old);
     if (old & bit)
         return false;
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
