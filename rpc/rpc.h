@@ -97,6 +97,9 @@
  *   callers is assumed (a caller stalled on its port blocks only that port).
  *   On a SIMT target all lanes of the port's lane mask make every call on the
  *   port together (convergently); on the host one thread acts for all lanes.
+ *   Lanes may reach one call with different arguments (merged or
+ *   reconverged branches): open takes the opcode and hint of the mask's
+ *   first lane, the per-lane data stays per lane.
  *
  * LANES
  *   A port has `lanes` 64-byte buffers; a call uses the lanes in its lane
@@ -105,7 +108,8 @@
  *   runs it for every lane of the mask in ascending order.  Per-lane arrays
  *   (send_n/recv_n) are indexed by lane on the host and are the lane's own
  *   element ([0]) on a SIMT target.  On a SIMT target `lanes` must be at
- *   least the warp size.
+ *   least the warp size.  The server functions are meant for the host; on a
+ *   SIMT target they compile but act as one lane.
  *
  * MISUSE
  *   With NDEBUG undefined (host: assert) or RPC_DEBUG defined (trap where
