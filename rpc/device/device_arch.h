@@ -74,14 +74,15 @@ static inline uint32_t dev_broadcast(uint64_t mask, uint32_t value)
 #endif
 }
 
-/* A number that stays the same for all calls of one caller (GPU: its warp in
- * the grid; host: its thread) and differs between concurrent callers: its
- * home port, which keeps its calls in order (see device_client.c). */
+/* A number that stays the same for all calls of one caller (NVIDIA: its
+ * thread in the grid, which calls alone; AMD: its wave; host: its thread)
+ * and differs between concurrent callers: its home port, which keeps its
+ * calls in order (see device_client.c). */
 static inline uint32_t dev_caller_id(void)
 {
 #if defined(RPC_ARCH_NVPTX)
-    uint32_t warps = (__nvvm_read_ptx_sreg_ntid_x() + 31u) / 32u;
-    return __nvvm_read_ptx_sreg_ctaid_x() * warps + __nvvm_read_ptx_sreg_tid_x() / 32u;
+    return __nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() +
+           __nvvm_read_ptx_sreg_tid_x();
 #elif defined(RPC_ARCH_AMDGCN)
     uint32_t waves = (__builtin_amdgcn_workgroup_size_x() + 63u) / 64u;
     return __builtin_amdgcn_workgroup_id_x() * waves + __builtin_amdgcn_workitem_id_x() / 64u;

@@ -147,7 +147,8 @@ static rpc_port_t dev_open_home(struct tether_rpc_device_client *c, uint32_t opc
     uint32_t spins = 0;
     rpc_port_t port;
     for (;;) {
-        if (rpc_client_try_open(&c->client, opcode, mask, home, &port)) {
+        bool got = rpc_client_try_open(&c->client, opcode, mask, home, &port);
+        if (got) {
             if (rpc_port_index(&port) == home)
                 return port;
             rpc_client_close(&c->client, &port);
@@ -198,8 +199,18 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
     struct tether_rpc_device_client *c = tether_device_client();
     if (c == NULL)
         return false;
-#if RPC_ARCH_SIMT
-    /* Lanes calling together with different opcodes take one port per opcode. */
+#if defined(RPC_ARCH_NVPTX)
+    /* Each thread makes its own call (a one-lane port).  Under independent
+     * thread scheduling the lanes that __activemask() reports need not meet
+     * again at the next warp-synchronous step, and a mask that the lanes do
+     * not agree on makes shfl/vote/bar.warp.sync undefined (seen on an H200:
+     * calls returned garbage or hung).  A one-lane mask is always agreed on. */
+    uint64_t mask = (uint64_t)1 << rpc_arch_lane_id();
+    dev_call_port(c, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p);
+    return true;
+#elif RPC_ARCH_SIMT
+    /* AMD: the active lanes of a wave run in lockstep.  Lanes calling together
+     * with different opcodes take one port per opcode. */
     uint64_t remaining = dev_active_mask();
     for (;;) {
         uint32_t lead = dev_broadcast(remaining, opcode);

@@ -25,7 +25,7 @@
 #endif
 
 /* %s arguments sent with one printf; more are replaced by a marker. */
-#define DEV_PRINTF_STRS 32
+#define DEV_PRINTF_STRS 12
 
 DEV_BEGIN
 
@@ -232,7 +232,7 @@ void tether_device_exit(int status)
                                    (uint32_t *)0);
 #if RPC_ARCH_SIMT
     /* The host ends the process; if it does not within ~1 s, fail the kernel. */
-    for (uint32_t i = 0; sent && i < (1u << 24); i++)
+    for (uint32_t i = 0; sent && i < (1u << 20); i++)
         rpc_arch_pause();
     __builtin_trap();
 #else
@@ -250,7 +250,7 @@ void tether_device_abort(void)
     bool sent = tether_device_call(TETHER_RPC_OP_ABORT, (const struct dev_iov *)0, 0, false,
                                    (void *)0, 0, (uint64_t *)0, (uint32_t *)0);
 #if RPC_ARCH_SIMT
-    for (uint32_t i = 0; sent && i < (1u << 24); i++)
+    for (uint32_t i = 0; sent && i < (1u << 20); i++)
         rpc_arch_pause();
     __builtin_trap();
 #else

@@ -128,6 +128,8 @@ struct tether_rpc_server {
     struct rpc_outbuf text;
     bool wrote; /* something written since the last flush */
 
+    bool trace; /* TETHER_RPC_TRACE set: one diagnostic line per call (debugging) */
+
     /* exit requested by the device (handled after the sweep) */
     bool exit_pending;
     bool exit_abort;

@@ -79,6 +79,7 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     srv->config.lane_count = lanes;
     srv->out = config->out ? config->out : stdout;
     srv->err = config->err ? config->err : stderr;
+    srv->trace = getenv("TETHER_RPC_TRACE") != NULL;
     atomic_init(&srv->bell.seq, 0);
     atomic_init(&srv->bell.sleepers, 0);
     atomic_init(&srv->kernels, 0);
@@ -457,6 +458,9 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
         msg_reset(&call->rx[u]);
         msg_reset(&call->tx[u]);
     }
+    if (srv->trace)
+        srv_diag(srv, "port %u: call 0x%x, lanes 0x%llx", rpc_port_index(&port), op,
+                 (unsigned long long)call->mask);
     if (op & ~(TETHER_RPC_OP_MASK | TETHER_RPC_WIDE)) {
         srv_diag(srv, "port %u: opcode 0x%x has reserved bits set", rpc_port_index(&port), op);
         atomic_fetch_add(&srv->st_malformed, 1);
@@ -490,6 +494,9 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
     }
     rpc_server_close(&srv->rpc, &call->port);
     atomic_fetch_add(&srv->st_calls, 1);
+    if (srv->trace)
+        srv_diag(srv, "port %u: call 0x%x done, request %llu bytes", rpc_port_index(&call->port),
+                 call->opcode, (unsigned long long)call->rx[0].len);
     return true;
 }
 

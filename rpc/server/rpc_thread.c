@@ -303,6 +303,8 @@ void srv_thread_stop(struct tether_rpc_server *srv)
 
 void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)
 {
+    if (srv->trace)
+        srv_diag(srv, "kernel started (%u running before)", atomic_load(&srv->kernels));
     atomic_fetch_add(&srv->kernels, 1);
     bell_ring(srv);
 }

@@ -9,7 +9,8 @@
  * port locks), kept on an append-only list in dev->state->rpc; every kernel start/finish of
  * the device is told to each of them.  Environment:
  *   TETHER_RPC_PORTS   ports per image (default: 64, or 4 x CPUs for the host backend)
- *   TETHER_RPC_HEAP_RESERVE  bytes of device heap allocated at image load (default 0)
+ *   TETHER_RPC_HEAP_RESERVE  bytes of device heap allocated at image load (default 256 MiB on
+ *                            GPUs, 0 on the host)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,9 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
         .device_alloc = device_alloc_cb,
         .device_free = device_free_cb,
         .device_ctx = dev,
-        .heap_reserve = (size_t)plugin_env_int("TETHER_RPC_HEAP_RESERVE", 0),
+        /* GPUs: device heap allocated before any kernel runs (a CUDA allocation while a
+         * kernel runs may wait for it; the device heap refills from this first). */
+        .heap_reserve = (size_t)plugin_env_int("TETHER_RPC_HEAP_RESERVE", host ? 0 : 256 << 20),
     };
     struct rpc_image_server *node = calloc(1, sizeof *node);
     if (node == NULL)
