@@ -461,8 +461,7 @@ static void test_malloc(void)
         tether_device_free(p);
     }
     tether_rpc_server_stats(rig.srv, &st);
-    CHECK(st.heap_chunks <= chunks + 1,
-          "freed large blocks reused without the host (%llu -> %llu)",
+    CHECK(st.heap_chunks <= chunks + 1, "freed large blocks reused without the host (%llu -> %llu)",
           (unsigned long long)chunks, (unsigned long long)st.heap_chunks);
 
     /* A FREE call while a kernel runs: the host's device_free waits until none runs. */

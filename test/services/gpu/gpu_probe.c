@@ -33,7 +33,7 @@ int main(void)
            tether_status_str(tether_rpc_register_user(0x8100, echo, NULL)));
     uint64_t v[24];
     memset(v, 0, sizeof v);
-#pragma omp target map(from : v[0 : 24])
+#pragma omp target map(from : v [0:24])
     {
         struct tether_rpc_device_client *c = &__tether_rpc_client;
         v[0] = c->magic;
@@ -49,9 +49,9 @@ int main(void)
         v[10] = c->client.process.server;
 #if defined(__NVPTX__)
         /* Raw visibility: a volatile store and a system-scope xor into the last port's buffer. */
-        uint32_t *scratch = (uint32_t *)(c->client.process.buffers +
-                                         (uint64_t)(c->client.process.ports - 1) *
-                                             c->client.process.lanes);
+        uint32_t *scratch =
+            (uint32_t *)(c->client.process.buffers +
+                         (uint64_t)(c->client.process.ports - 1) * c->client.process.lanes);
         *(volatile uint32_t *)&scratch[0] = 0x1234u;
         __nvvm_atom_sys_xor_gen_i((int *)&scratch[1], 0xf0);
         __nvvm_membar_sys();
@@ -75,13 +75,12 @@ int main(void)
         v[21] = c->client.process.buffers[0].data[1];
         v[22] = tether_rpc_attached();
     }
-    const char *names[] = {"magic",  "version", "flags",     "ports",    "lanes",   "inbox",
-                           "outbox", "buffers", "locks",     "global",   "server",  "in0",
-                           "out0",   "mask",    "laneid",    "call",     "answer",  "in0 after",
-                           "out0 after", "locks0", "buf0.d0", "buf0.d1", "attached"};
+    const char *names[] = {"magic",      "version", "flags",   "ports",   "lanes",   "inbox",
+                           "outbox",     "buffers", "locks",   "global",  "server",  "in0",
+                           "out0",       "mask",    "laneid",  "call",    "answer",  "in0 after",
+                           "out0 after", "locks0",  "buf0.d0", "buf0.d1", "attached"};
     for (int i = 0; i < 23; i++)
-        printf("probe: %-10s 0x%llx (%lld)\n", names[i], (unsigned long long)v[i],
-               (long long)v[i]);
+        printf("probe: %-10s 0x%llx (%lld)\n", names[i], (unsigned long long)v[i], (long long)v[i]);
     printf("probe: answer text \"%.8s\"\n", (char *)&v[16]);
     if (v[23] != 0) {
         volatile uint32_t *scratch = (volatile uint32_t *)(uintptr_t)v[23];
