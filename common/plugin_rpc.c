@@ -1,43 +1,223 @@
 /*
- * common/plugin_rpc.c - where the RPC server's life cycle hooks into the generic layer.
+ * common/plugin_rpc.c - the RPC server's life cycle in the generic layer, over the server
+ * library (rpc/server/, public API include/tether/rpc.h).
  *
- * The RPC services issue fills these in (rpc/server/).  Until then they keep the bookkeeping the
- * server will need - which devices load RPC clients, how many kernels run on each - and change
- * nothing else.  Contract for the filled-in version (docs/plugin-interface.md, "RPC"):
- *  - plugin_rpc_attach(dev, loaded): called once per image that defines PLUGIN_RPC_CLIENT_SYMBOL,
- *    after the image loaded and before any of its kernels runs.  Starts the device's server
- *    thread on first use (the thread calls ops->thread_attach first), allocates the mailboxes
- *    (ops->shared_alloc, or ops->alloc PLUGIN_ALLOC_HOST), writes the client into the device
- *    global (ops->global_lookup + ops->memcpy_h2d).  Errors fail the image load.
+ * Per device: one server per loaded image that defines __tether_rpc_client
+ * (PLUGIN_RPC_CLIENT_SYMBOL; each image has its own port locks), kept on an append-only list in
+ * dev->state->rpc; every kernel start/finish of the device is told to each of them, so a server
+ * thread polls only while a kernel of its device runs and sleeps otherwise.  Contract with the rest
+ * of common/:
+ *  - plugin_rpc_attach(dev, loaded): once per image defining the symbol, after it loaded and
+ *    before any of its kernels runs: allocates the mailboxes (ops->shared_alloc, or ops->alloc
+ *    PLUGIN_ALLOC_HOST), writes the client into the device global, starts the server thread
+ *    (which calls ops->thread_attach first).  Errors fail the image load.
  *  - plugin_rpc_launch_begin/end(dev): around every kernel; end arrives when the kernel is known
- *    complete (synchronous launch returned, or its queue synchronised/queried done).  The server
- *    may poll only while kernels_running > 0.
- *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released: stop and join
- *    the server thread, free the mailboxes.
+ *    complete (synchronous launch returned, or its queue synchronised/queried done).
+ *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released.
+ * Environment:
+ *   TETHER_RPC_PORTS          ports per image (default: 64, or 4 x CPUs for the host backend;
+ *                             4096 on GPUs)
+ *   TETHER_RPC_HEAP_RESERVE   bytes of device heap allocated at image load (default 0 on the
+ *                             host, 256 MiB on GPUs: a CUDA allocation while a kernel runs may
+ *                             wait for that kernel)
  */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "plugin_state.h"
+#include "tether/rpc.h"
+
+struct rpc_image_server {
+    tether_rpc_server_t *srv;
+    struct plugin_device *dev;
+    struct rpc_image_server *next;
+};
+
+static tether_status_t shared_alloc_cb(void *ctx, size_t size, void **host_p, uint64_t *dev_p)
+{
+    struct plugin_device *dev = ctx;
+    const struct plugin_ops *ops = dev->plugin->ops;
+    struct tether_error err = {""};
+    void *host = NULL;
+    void *devp = NULL;
+    tether_status_t rc;
+    if (ops->shared_alloc != NULL) {
+        rc = ops->shared_alloc(dev, size, &host, &devp, &err);
+    } else {
+        rc = ops->alloc(dev, size, PLUGIN_ALLOC_HOST, &host, &err);
+        devp = host;
+    }
+    if (rc != TETHER_OK) {
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_ERROR, "RPC shared memory: %s", err.msg);
+        return rc;
+    }
+    *host_p = host;
+    *dev_p = (uint64_t)(uintptr_t)devp;
+    return TETHER_OK;
+}
+
+static void shared_free_cb(void *ctx, void *host)
+{
+    struct plugin_device *dev = ctx;
+    const struct plugin_ops *ops = dev->plugin->ops;
+    struct tether_error err = {""};
+    if (ops->shared_alloc != NULL)
+        ops->shared_free(dev, host);
+    else
+        ops->free(dev, host, PLUGIN_ALLOC_HOST, &err);
+}
+
+static tether_status_t device_alloc_cb(void *ctx, size_t size, uint64_t *dev_p)
+{
+    struct plugin_device *dev = ctx;
+    struct tether_error err = {""};
+    void *p = NULL;
+    tether_status_t rc = dev->plugin->ops->alloc(dev, size, PLUGIN_ALLOC_DEVICE, &p, &err);
+    if (rc != TETHER_OK) {
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_WARN, "RPC heap chunk of %zu bytes: %s", size,
+                   err.msg);
+        return rc;
+    }
+    *dev_p = (uint64_t)(uintptr_t)p;
+    return TETHER_OK;
+}
+
+static void device_free_cb(void *ctx, uint64_t ptr)
+{
+    struct plugin_device *dev = ctx;
+    struct tether_error err = {""};
+    dev->plugin->ops->free(dev, (void *)(uintptr_t)ptr, PLUGIN_ALLOC_DEVICE, &err);
+}
+
+static tether_status_t thread_attach_cb(void *ctx, struct tether_error *err)
+{
+    struct plugin_device *dev = ctx;
+    if (dev->plugin->ops->thread_attach == NULL)
+        return TETHER_OK;
+    return dev->plugin->ops->thread_attach(dev, err);
+}
 
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,
                                   struct tether_error *err)
 {
-    (void)err;
-    plugin_log(dev->plugin, dev, PLUGIN_LOG_DEBUG,
-               "image %p defines %s; RPC services are not built into this plugin yet",
-               loaded->tgt_image ? loaded->tgt_image->ImageStart : NULL, PLUGIN_RPC_CLIENT_SYMBOL);
+    const struct plugin_ops *ops = dev->plugin->ops;
+    void *global = NULL;
+    size_t size = 0;
+    tether_status_t rc =
+        ops->global_lookup(dev, loaded->module, PLUGIN_RPC_CLIENT_SYMBOL, &global, &size, err);
+    if (rc != TETHER_OK)
+        return rc;
+    if (size != 0 && size != tether_rpc_client_size()) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "%s is %zu bytes, this plugin's RPC server expects %zu "
+                                "(libtether-device.a and plugin from different versions?)",
+                                PLUGIN_RPC_CLIENT_SYMBOL, size, tether_rpc_client_size());
+    }
+    bool host = dev->limits.warp_size <= 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t ports = host ? (uint32_t)(cpus > 16 ? 4 * cpus : 64) : 4096;
+    ports = (uint32_t)plugin_env_int("TETHER_RPC_PORTS", ports);
+    struct tether_rpc_server_config cfg = {
+        .device_id = (uint32_t)dev->id,
+        .port_count = ports,
+        .lane_count = host ? 32 : dev->limits.warp_size,
+        .host_client = host,
+        .shared_alloc = shared_alloc_cb,
+        .shared_free = shared_free_cb,
+        .shared_ctx = dev,
+        .device_alloc = device_alloc_cb,
+        .device_free = device_free_cb,
+        .device_ctx = dev,
+        /* GPUs: device heap allocated before any kernel runs (a CUDA allocation while a
+         * kernel runs may wait for it; the device heap refills from this first). */
+        .heap_reserve = (size_t)plugin_env_int("TETHER_RPC_HEAP_RESERVE", host ? 0 : 256 << 20),
+    };
+    struct rpc_image_server *node = calloc(1, sizeof *node);
+    if (node == NULL)
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "RPC server: out of memory");
+    node->dev = dev;
+    rc = tether_rpc_server_create(&cfg, &node->srv, err);
+    if (rc != TETHER_OK)
+        goto free_node;
+    unsigned char *buf = malloc(tether_rpc_client_size());
+    if (buf == NULL) {
+        rc = plugin_error_set(err, TETHER_ERR_NO_MEMORY, "RPC server: out of memory");
+        goto destroy;
+    }
+    rc = tether_rpc_server_client_bytes(node->srv, (uint64_t)(uintptr_t)global, buf,
+                                        tether_rpc_client_size());
+    if (rc == TETHER_OK)
+        rc = ops->memcpy_h2d(dev, global, buf, tether_rpc_client_size(), NULL, NULL, err);
+    free(buf);
+    if (rc != TETHER_OK)
+        goto destroy;
+    struct tether_rpc_thread_config tcfg = {
+        .pci_bus_id = NULL, /* common/plugin.h has no slot for it yet */
+        .attach = thread_attach_cb,
+        .attach_ctx = dev,
+    };
+    rc = tether_rpc_server_start(node->srv, &tcfg, err);
+    if (rc != TETHER_OK)
+        goto destroy;
+    /* Kernels already running on the device count for the new server too. */
+    uint64_t running = atomic_load(&dev->state->kernels_running);
+    for (uint64_t i = 0; i < running; i++)
+        tether_rpc_server_kernel_started(node->srv);
+    node->next = __atomic_load_n(&dev->state->rpc, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&dev->state->rpc, (void *)node, __ATOMIC_RELEASE);
+    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN)) {
+        char line[256];
+        tether_rpc_server_describe(node->srv, line, sizeof line);
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "%s", line);
+    }
     return TETHER_OK;
+
+destroy:
+    tether_rpc_server_destroy(node->srv);
+free_node:
+    free(node);
+    return rc;
+}
+
+/* Exported (tether_rtl_* is in the plugin's version script): tether_rpc_register_user() in
+ * libtether-device.a finds it in every loaded tether plugin. */
+__attribute__((visibility("default"))) tether_status_t
+tether_rtl_rpc_register(uint32_t opcode, tether_rpc_handler_t fn, void *user);
+
+tether_status_t tether_rtl_rpc_register(uint32_t opcode, tether_rpc_handler_t fn, void *user)
+{
+    return tether_rpc_register_global(opcode, fn, user);
+}
+
+static struct rpc_image_server *servers(struct plugin_device *dev)
+{
+    return __atomic_load_n(&dev->state->rpc, __ATOMIC_ACQUIRE);
 }
 
 void plugin_rpc_detach(struct plugin_device *dev)
 {
+    struct rpc_image_server *node = servers(dev);
     dev->state->rpc = NULL;
+    while (node != NULL) {
+        struct rpc_image_server *next = node->next;
+        tether_rpc_server_destroy(node->srv);
+        free(node);
+        node = next;
+    }
 }
 
 void plugin_rpc_launch_begin(struct plugin_device *dev)
 {
     atomic_fetch_add_explicit(&dev->state->kernels_running, 1, memory_order_relaxed);
+    for (struct rpc_image_server *n = servers(dev); n != NULL; n = n->next)
+        tether_rpc_server_kernel_started(n->srv);
 }
 
 void plugin_rpc_launch_end(struct plugin_device *dev, uint32_t count)
 {
     atomic_fetch_sub_explicit(&dev->state->kernels_running, count, memory_order_relaxed);
+    for (struct rpc_image_server *n = servers(dev); n != NULL; n = n->next)
+        for (uint32_t i = 0; i < count; i++)
+            tether_rpc_server_kernel_finished(n->srv);
 }

@@ -4,7 +4,7 @@
 # BUILD/svc-gpu/svc-gpu.tar.xz:
 #   lib/      Debian 12's libomptarget 16 runtime (apt-get download, as scripts/device-bundle.sh)
 #             and libhwloc.so.15
-#   plugin/   the test CUDA plugin with the RPC hooks (BUILD/test/services/plugin-cuda)
+#   plugin/   the CUDA plugin, whose common/plugin_rpc.c serves RPC (BUILD/lib)
 #   bin/      test/services/offload/*.c for sm_90 with libtether-device.a, and bench_rpc_thread
 #   run_offload.sh, run_gpu.sh
 # On the GPU machine: test/services/gpu/run_gpu.sh BUILD/svc-gpu/svc-gpu.tar.xz
@@ -38,7 +38,7 @@ done
 rm -rf "$u"
 cp -L /usr/lib/x86_64-linux-gnu/libhwloc.so.15 "$stage/lib/"
 
-cp "$build/test/services/plugin-cuda/libomptarget.rtl.cuda.nextgen.so" "$stage/plugin/"
+cp "$build/lib/libomptarget.rtl.cuda.nextgen.so" "$stage/plugin/"
 strip --strip-unneeded "$stage/plugin/libomptarget.rtl.cuda.nextgen.so"
 flags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda
   -march=sm_90 "--cuda-path=$cuda" -Wno-unknown-cuda-version -DSVC_GPU -Wall -Werror
