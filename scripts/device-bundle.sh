@@ -8,6 +8,8 @@
 #   plugins-llvm/    libomptarget.rtl.cuda.nextgen.so -> LLVM 16's own CUDA plugin (the baseline)
 #   plugins-tether/  tether's libomptarget.rtl.cuda.nextgen.so, when it has been built
 #   bin/omp/         OpenMP programs from test/cuda/omp/, clang-16 for sm_90
+#   bin/multi/       the two-GPU acceptance test (test/cuda/multi/multi_gpu.c, sm_90, linked with
+#                    $TETHER_BUILD/rpc/device/libtether-device.a), when that library is built
 #   bin/conformance/ the conformance suite (test/conformance) for sm_90
 #
 # The CUDA native programs (test/cuda/native/*.cu) are NOT built here: scripts/device-run.sh
@@ -50,7 +52,7 @@ fi
 # 2. Unpack and keep only what libomptarget and LLVM's CUDA plugin load.
 rm -rf "$stage" "$out/unpacked"
 mkdir -p "$out/unpacked" "$stage/lib" "$stage/plugins-llvm" "$stage/plugins-tether" \
-  "$stage/bin/omp" "$stage/bin/conformance"
+  "$stage/bin/omp" "$stage/bin/conformance" "$stage/bin/multi"
 for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$out/unpacked"; done
 u=$out/unpacked
 keep=(
@@ -96,6 +98,18 @@ for src in "$root"/test/cuda/omp/*.c; do
   [ -x "$stage/bin/omp/$name" ] || die "clang-16 failed on $src"
 done
 say "OpenMP programs: $(ls "$stage/bin/omp" | tr '\n' ' ')"
+
+# 4b. The two-GPU acceptance test, with the RPC device library (printf/malloc over RPC).
+devlib=$build/rpc/device/libtether-device.a
+if [ -f "$devlib" ]; then
+  clang-16 "${ompflags[@]}" -I"$root/include" -o "$stage/bin/multi/multi_gpu" \
+    "$root/test/cuda/multi/multi_gpu.c" -L"$(dirname "$devlib")" -ltether-device 2>&1 |
+    grep -v "CUDA version is newer" || true
+  [ -x "$stage/bin/multi/multi_gpu" ] || die "clang-16 failed on test/cuda/multi/multi_gpu.c"
+  say "two-GPU test: bin/multi/multi_gpu"
+else
+  say "no $devlib: no two-GPU test in the bundle"
+fi
 
 # 5. The conformance suite for sm_90 (scripts/build-conformance.sh, owned by common/).
 conf=$root/scripts/build-conformance.sh

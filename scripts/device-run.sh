@@ -8,18 +8,23 @@
 #   llvm16       OpenMP programs through LLVM 16's CUDA plugin  -> $OUT/llvm16.txt
 #   tether       OpenMP programs through tether's CUDA plugin   -> $OUT/tether.txt
 #   conformance  the conformance suite through tether's plugin  -> $OUT/conformance.txt
+#   multi        the two-GPU acceptance test (issue 6) through tether's plugin -> $OUT/multi.txt;
+#                SKIP (not PASS) with fewer than two GPUs, FAIL when it skips although
+#                nvidia-smi lists two or more
 # then prints the figures side by side (scripts/device-compare.sh) -> $OUT/summary.txt.
 # Everything printed also goes to $OUT/log.txt; the GPU and driver are in $OUT/device.txt.
 # Each program runs under a time limit (TETHER_DEVICE_LIMIT seconds, default 120); a failure is
 # reported and the run goes on.  TETHER_DEVICE_EXTRA_LIBS: folders put first on the OpenMP
 # programs' library path (a dry run on a machine without a GPU uses test/cuda's simulated
 # libcuda.so.1 this way).
-# The exit status is non-zero when any step failed.
+# The exit status is non-zero when any step failed, and 77 when none failed but a step named on
+# the command line was skipped (multi on a machine with one GPU): a skip is never a pass.
 set -uo pipefail
 
 bundle=${1:?usage: device-run.sh BUNDLE [STEP...]}
 shift
-steps=${*:-hello native llvm16 tether conformance}
+asked=$*
+steps=${*:-hello native llvm16 tether conformance multi}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/device-out}
 work=${TETHER_DEVICE_WORK:-/tmp/tether-device}
@@ -27,6 +32,7 @@ limit=${TETHER_DEVICE_LIMIT:-120}
 mkdir -p "$out"
 exec > >(tee -a "$out/log.txt") 2>&1
 failed=0
+skipped=()
 
 say() { printf '== %s\n' "$*"; }
 fail() { printf '!! FAILED: %s\n' "$*"; failed=1; }
@@ -178,6 +184,57 @@ if want conformance; then
   fi
 fi
 
+# 6b. Two GPUs at once (test/cuda/multi): one program offloads to two devices from two host
+# threads, printing and allocating on both.  multi_gpu checks results, heap data and the shared
+# pinned map itself; check_multi.sh checks its stdout (every printed line exactly once per device)
+# and its stderr (LIBOMPTARGET_INFO=16: "rpc:" lines from two devices, one server each).  Two
+# shapes: 8 teams x 1 thread (one printing thread per team) and 4 teams x 4 threads.
+if want multi; then
+  if [ $have_tether = 1 ] && [ -x "$work/bin/multi/multi_gpu" ]; then
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+      visible=$(awk -F, '{ print NF }' <<<"$CUDA_VISIBLE_DEVICES")
+      [ "$visible" -lt "$gpus" ] && gpus=$visible
+    fi
+    say "multi: $gpus GPU(s) visible"
+    : >"$out/multi.txt"
+    for shape in "8 1 4" "4 4 4"; do
+      name=multi_gpu-${shape// /x}
+      say "multi: $name"
+      # shellcheck disable=SC2086 # the shape is three words on purpose
+      LIBOMPTARGET_INFO=16 omp_run plugins-tether "$work/bin/multi/multi_gpu" $shape \
+        >"$out/$name.stdout" 2>"$out/$name.stderr"
+      rc=$?
+      bash "$root/test/cuda/multi/check_multi.sh" $rc "$out/$name.stdout" "$out/$name.stderr" \
+        >"$work/multi-check.txt"
+      verdict=$?
+      grep '^multi-gpu: ' "$out/$name.stdout"
+      cat "$work/multi-check.txt"
+      if [ $verdict -eq 77 ] && [ "$gpus" -lt 2 ]; then
+        echo "SKIP $name (fewer than 2 GPUs)" >>"$out/multi.txt"
+        skipped+=(multi)
+        break
+      elif [ $verdict -eq 77 ]; then
+        echo "FAIL $name: skipped although $gpus GPUs are visible" >>"$out/multi.txt"
+        fail "multi $name: tether's cuda plugin served fewer than 2 of $gpus GPUs"
+      elif [ $verdict -eq 0 ]; then
+        echo "PASS $name" >>"$out/multi.txt"
+      else
+        echo "FAIL $name (exit $rc)" >>"$out/multi.txt"
+        sed 's/^/    /' "$work/multi-check.txt" >>"$out/multi.txt"
+        grep -v '^multi-gpu-line' "$out/$name.stdout" | tail -15 | sed 's/^/    out: /' >>"$out/multi.txt"
+        grep -v '^tether (cuda): device [0-9]*: \(Launching\|launch\)' "$out/$name.stderr" |
+          tail -25 | sed 's/^/    err: /' >>"$out/multi.txt"
+        fail "multi $name"
+      fi
+    done
+    cat "$out/multi.txt"
+  else
+    say "multi: no tether plugin or no bin/multi/multi_gpu in the bundle, skipped"
+    skipped+=(multi)
+  fi
+fi
+
 # 7. Side by side.
 if [ -f "$out/native.txt" ] && [ -f "$out/llvm16.txt" ]; then
   files=("$out/native.txt" "$out/llvm16.txt")
@@ -185,5 +242,14 @@ if [ -f "$out/native.txt" ] && [ -f "$out/llvm16.txt" ]; then
   say "figures"
   bash "$root/scripts/device-compare.sh" "${files[@]}" | tee "$out/summary.txt"
 fi
-[ $failed = 0 ] && say "all steps passed" || say "some steps FAILED (see above)"
+if [ $failed != 0 ]; then
+  say "some steps FAILED (see above)"
+elif [ ${#skipped[@]} -gt 0 ]; then
+  say "all steps run passed; SKIPPED (not passed): ${skipped[*]}"
+  for s in "${skipped[@]}"; do
+    [[ " $asked " == *" $s "* ]] && exit 77
+  done
+else
+  say "all steps passed"
+fi
 exit $failed

@@ -65,7 +65,7 @@ awk '
 # One RPC server per device: "rpc:" info lines from two distinct plugin devices.
 servers=$(sed -n 's/^tether (cuda): device \([0-9][0-9]*\): rpc: .*/\1/p' "$err" | sort -u)
 nserv=$(printf '%s' "$servers" | grep -c . || true)
-echo "check_multi: RPC servers on plugin devices: $(echo $servers) ($nserv distinct)"
+echo "check_multi: RPC servers on plugin devices: $(tr "\n" " " <<<"$servers")($nserv distinct)"
 if [ "$nserv" -lt 2 ]; then
   echo "check_multi: want rpc: info lines from 2 distinct devices (was LIBOMPTARGET_INFO=16 set?)"
   bad=1
