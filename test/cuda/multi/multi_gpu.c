@@ -18,7 +18,8 @@
  * plugin's "rpc:" info lines on stderr show one server per device (checked by the same script).
  *
  * Usage: multi_gpu [TEAMS [THREADS [LINES]]]  (default 4 4 4).  Exit: 0 all host checks passed,
- * 1 a check failed, 77 fewer than two tether CUDA devices.  Link with -ltether-device.
+ * 1 a check failed, 2 bad arguments, 77 fewer than two tether CUDA devices.  Link with
+ * -ltether-device.
  */
 #include <omp.h>
 #include <stdint.h>
