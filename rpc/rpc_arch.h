@@ -328,7 +328,11 @@ static inline void rpc_arch_sync(uint64_t mask)
 static inline bool rpc_arch_any(uint64_t mask, bool pred)
 {
     (void)mask;
+#if defined(__AMDGCN_WAVEFRONT_SIZE) && __AMDGCN_WAVEFRONT_SIZE == 32
+    return __builtin_amdgcn_ballot_w32(pred) != 0; /* wave32 targets (gfx10+) */
+#else
     return __builtin_amdgcn_ballot_w64(pred) != 0;
+#endif
 }
 
 /* `mask` must equal the active lanes (exec): readfirstlane reads the lowest. */

@@ -33,6 +33,16 @@
 #define DEV_END
 #endif
 
+#if defined(RPC_ARCH_AMDGCN)
+/* Lanes of a wavefront for the target being compiled: clang defines 64 for gfx9 (gfx90a,
+ * gfx940) and 32 for wave32 targets (gfx10+); the plugin reports the same to the server. */
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+#define DEV_WAVE_SIZE __AMDGCN_WAVEFRONT_SIZE
+#else
+#define DEV_WAVE_SIZE 64
+#endif
+#endif
+
 /* The lanes executing this call together (host: one thread = lane 0). */
 static inline uint64_t dev_active_mask(void)
 {
@@ -53,7 +63,11 @@ static inline uint64_t dev_ballot(uint64_t mask, bool pred)
 #if defined(RPC_ARCH_NVPTX)
     return __nvvm_vote_ballot_sync((uint32_t)mask, pred);
 #elif defined(RPC_ARCH_AMDGCN)
+#if DEV_WAVE_SIZE == 32
+    return __builtin_amdgcn_ballot_w32(pred) & mask;
+#else
     return __builtin_amdgcn_ballot_w64(pred) & mask;
+#endif
 #else
     return pred ? mask : 0;
 #endif
@@ -84,8 +98,9 @@ static inline uint32_t dev_caller_id(void)
     return __nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() +
            __nvvm_read_ptx_sreg_tid_x();
 #elif defined(RPC_ARCH_AMDGCN)
-    uint32_t waves = (__builtin_amdgcn_workgroup_size_x() + 63u) / 64u;
-    return __builtin_amdgcn_workgroup_id_x() * waves + __builtin_amdgcn_workitem_id_x() / 64u;
+    uint32_t waves = (__builtin_amdgcn_workgroup_size_x() + DEV_WAVE_SIZE - 1u) / DEV_WAVE_SIZE;
+    return __builtin_amdgcn_workgroup_id_x() * waves +
+           __builtin_amdgcn_workitem_id_x() / DEV_WAVE_SIZE;
 #else
     static _Thread_local char anchor;
     uintptr_t p = (uintptr_t)&anchor;
