@@ -148,26 +148,46 @@ static void log_transfer(struct plugin_device *dev, const char *dir, const void 
     }
 }
 
+/* What host<->device copies share: argument checks, the pinned-map lookup (host_dev is the
+ * device-accessible alias of hst, NULL when pageable), the queue and the transfer log line.
+ * Returns TETHER_OK with *run_p false when there is nothing to copy. */
+static tether_status_t copy_prepare(struct plugin_device *dev, const void *tgt, const void *hst,
+                                    int64_t size, struct tgt_async_info *async, const char *dir,
+                                    void **host_dev_p, struct plugin_async **pa_p, bool *run_p,
+                                    struct tether_error *err)
+{
+    tether_status_t rc;
+
+    *run_p = false;
+    rc = check_copy(tgt, hst, size, err);
+    if (rc != TETHER_OK || size == 0) {
+        return rc;
+    }
+    if (!pinned_map_lookup(dev->plugin->state->pinned, hst, (size_t)size, host_dev_p)) {
+        *host_dev_p = NULL;
+    }
+    rc = copy_queue(dev, async, pa_p, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    log_transfer(dev, dir, hst, size, *host_dev_p, *pa_p);
+    *run_p = true;
+    return TETHER_OK;
+}
+
 tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const void *hst,
                                    int64_t size, struct tgt_async_info *async,
                                    struct tether_error *err)
 {
     struct plugin_async *pa = NULL;
     void *host_dev = NULL;
+    bool run;
     tether_status_t rc;
 
-    rc = check_copy(tgt, hst, size, err);
-    if (rc != TETHER_OK || size == 0) {
+    rc = copy_prepare(dev, tgt, hst, size, async, "host to device", &host_dev, &pa, &run, err);
+    if (rc != TETHER_OK || !run) {
         return rc;
     }
-    if (!pinned_map_lookup(dev->plugin->state->pinned, hst, (size_t)size, &host_dev)) {
-        host_dev = NULL;
-    }
-    rc = copy_queue(dev, async, &pa, err);
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    log_transfer(dev, "host to device", hst, size, host_dev, pa);
     return dev->plugin->ops->memcpy_h2d(dev, tgt, hst, (size_t)size, host_dev,
                                         pa ? pa->queue : NULL, err);
 }
@@ -178,20 +198,13 @@ tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const
 {
     struct plugin_async *pa = NULL;
     void *host_dev = NULL;
+    bool run;
     tether_status_t rc;
 
-    rc = check_copy(tgt, hst, size, err);
-    if (rc != TETHER_OK || size == 0) {
+    rc = copy_prepare(dev, tgt, hst, size, async, "device to host", &host_dev, &pa, &run, err);
+    if (rc != TETHER_OK || !run) {
         return rc;
     }
-    if (!pinned_map_lookup(dev->plugin->state->pinned, hst, (size_t)size, &host_dev)) {
-        host_dev = NULL;
-    }
-    rc = copy_queue(dev, async, &pa, err);
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    log_transfer(dev, "device to host", hst, size, host_dev, pa);
     return dev->plugin->ops->memcpy_d2h(dev, hst, tgt, (size_t)size, host_dev,
                                         pa ? pa->queue : NULL, err);
 }

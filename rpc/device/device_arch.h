@@ -257,54 +257,29 @@ static inline void dev_store_release64(uint64_t *p, uint64_t v)
 #endif
 }
 
-/* Read-modify-writes with acquire-release ordering. */
-static inline uint64_t dev_fetch_add64(uint64_t *p, uint64_t v)
-{
+/* Read-modify-writes with acquire-release ordering.  On NVPTX a relaxed RMW between two fences
+ * (clang-16 cannot select ordered atomics there); elsewhere the builtin with ACQ_REL. */
 #if defined(RPC_ARCH_NVPTX)
-    DEV_FENCE_();
-    uint64_t r = __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-    DEV_FENCE_();
-    return r;
+#define DEV_RMW_(name, type, builtin)                                                              \
+    static inline type name(type *p, type v)                                                       \
+    {                                                                                              \
+        DEV_FENCE_();                                                                              \
+        type r = builtin(p, v, __ATOMIC_RELAXED);                                                  \
+        DEV_FENCE_();                                                                              \
+        return r;                                                                                  \
+    }
 #else
-    return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#define DEV_RMW_(name, type, builtin)                                                              \
+    static inline type name(type *p, type v)                                                       \
+    {                                                                                              \
+        return builtin(p, v, __ATOMIC_ACQ_REL);                                                    \
+    }
 #endif
-}
-
-static inline int32_t dev_fetch_add32(int32_t *p, int32_t v)
-{
-#if defined(RPC_ARCH_NVPTX)
-    DEV_FENCE_();
-    int32_t r = __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-    DEV_FENCE_();
-    return r;
-#else
-    return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
-#endif
-}
-
-static inline uint32_t dev_fetch_or32(uint32_t *p, uint32_t v)
-{
-#if defined(RPC_ARCH_NVPTX)
-    DEV_FENCE_();
-    uint32_t r = __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
-    DEV_FENCE_();
-    return r;
-#else
-    return __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL);
-#endif
-}
-
-static inline uint32_t dev_fetch_and32(uint32_t *p, uint32_t v)
-{
-#if defined(RPC_ARCH_NVPTX)
-    DEV_FENCE_();
-    uint32_t r = __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
-    DEV_FENCE_();
-    return r;
-#else
-    return __atomic_fetch_and(p, v, __ATOMIC_ACQ_REL);
-#endif
-}
+DEV_RMW_(dev_fetch_add64, uint64_t, __atomic_fetch_add)
+DEV_RMW_(dev_fetch_add32, int32_t, __atomic_fetch_add)
+DEV_RMW_(dev_fetch_or32, uint32_t, __atomic_fetch_or)
+DEV_RMW_(dev_fetch_and32, uint32_t, __atomic_fetch_and)
+#undef DEV_RMW_
 
 static inline bool dev_cas64(uint64_t *p, uint64_t expected, uint64_t desired)
 {

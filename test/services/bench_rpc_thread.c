@@ -23,6 +23,7 @@
 
 #include "../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
+#include "svc_shared_mem.h"
 
 extern struct tether_rpc_device_client __tether_rpc_client;
 
@@ -46,23 +47,6 @@ static void sleep_us(uint64_t us)
 {
     struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
     nanosleep(&ts, NULL);
-}
-
-static tether_status_t shared_alloc(void *ctx, size_t size, void **host_p, uint64_t *dev_p)
-{
-    (void)ctx;
-    void *p = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
-    if (p == NULL)
-        return TETHER_ERR_NO_MEMORY;
-    *host_p = p;
-    *dev_p = (uint64_t)(uintptr_t)p;
-    return TETHER_OK;
-}
-
-static void shared_free(void *ctx, void *host)
-{
-    (void)ctx;
-    free(host);
 }
 
 static tether_status_t ping(void *user, const struct tether_rpc_request *req,
@@ -135,8 +119,8 @@ static void run(bool ours, bool host_client, int samples, struct result *r)
         .port_count = 16,
         .lane_count = 32,
         .host_client = host_client,
-        .shared_alloc = shared_alloc,
-        .shared_free = shared_free,
+        .shared_alloc = svc_shared_alloc,
+        .shared_free = svc_shared_free,
     };
     tether_rpc_server_t *srv;
     if (tether_rpc_server_create(&cfg, &srv, NULL) != TETHER_OK)

@@ -19,27 +19,11 @@
 
 #include "../../rpc/rpc.h"
 #include "tether/rpc.h"
+#include "svc_shared_mem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { PORTS = 4, LANES = 4 };
-
-static tether_status_t shared_alloc(void *ctx, size_t size, void **host_p, uint64_t *dev_p)
-{
-    (void)ctx;
-    void *p = aligned_alloc(64, (size + 63) & ~(size_t)63);
-    if (p == NULL)
-        return TETHER_ERR_NO_MEMORY;
-    *host_p = p;
-    *dev_p = (uint64_t)(uintptr_t)p;
-    return TETHER_OK;
-}
-
-static void shared_free(void *ctx, void *host)
-{
-    (void)ctx;
-    free(host);
-}
 
 /* Device memory is never touched by the server: hand out fake addresses. */
 static uint64_t next_dev = 1ull << 40;
@@ -115,8 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct tether_rpc_server_config cfg = {
         .port_count = PORTS,
         .lane_count = LANES,
-        .shared_alloc = shared_alloc,
-        .shared_free = shared_free,
+        .shared_alloc = svc_shared_alloc,
+        .shared_free = svc_shared_free,
         .device_alloc = device_alloc,
         .device_free = device_free,
         .heap_limit = 1ull << 34,

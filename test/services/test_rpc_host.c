@@ -20,6 +20,7 @@
 
 #include "../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
+#include "svc_shared_mem.h"
 #include "svc_test.h"
 
 extern struct tether_rpc_device_client __tether_rpc_client;
@@ -29,23 +30,6 @@ static int scale = 1;
 /* ---- fake device memory ------------------------------------------------------------------ */
 
 static atomic_long dev_live;
-
-static tether_status_t shared_alloc(void *ctx, size_t size, void **host_p, uint64_t *dev_p)
-{
-    (void)ctx;
-    void *p = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
-    if (p == NULL)
-        return TETHER_ERR_NO_MEMORY;
-    *host_p = p;
-    *dev_p = (uint64_t)(uintptr_t)p;
-    return TETHER_OK;
-}
-
-static void shared_free(void *ctx, void *host)
-{
-    (void)ctx;
-    free(host);
-}
 
 static tether_status_t device_alloc(void *ctx, size_t size, uint64_t *dev_p)
 {
@@ -82,8 +66,8 @@ static void rig_up(struct rig *rig, bool wide, uint32_t ports, uint32_t lanes, b
         .port_count = ports,
         .lane_count = lanes,
         .host_client = wide,
-        .shared_alloc = shared_alloc,
-        .shared_free = shared_free,
+        .shared_alloc = svc_shared_alloc,
+        .shared_free = svc_shared_free,
         .device_alloc = device_alloc,
         .device_free = device_free,
         .out = rig->out,
@@ -753,8 +737,8 @@ static void test_exit(bool is_abort)
             .port_count = 8,
             .lane_count = 32,
             .host_client = true,
-            .shared_alloc = shared_alloc,
-            .shared_free = shared_free,
+            .shared_alloc = svc_shared_alloc,
+            .shared_free = svc_shared_free,
             .out = out,
             .err = out,
         };

@@ -1,0 +1,31 @@
+/*
+ * test/services/svc_shared_mem.h - the "shared memory" callbacks of a server whose client is
+ * another host thread: page-aligned host memory that is its own device address.
+ */
+#ifndef TETHER_SVC_SHARED_MEM_H
+#define TETHER_SVC_SHARED_MEM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "tether/status.h"
+
+static inline tether_status_t svc_shared_alloc(void *ctx, size_t size, void **host_p,
+                                               uint64_t *dev_p)
+{
+    (void)ctx;
+    void *p = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+    if (p == NULL)
+        return TETHER_ERR_NO_MEMORY;
+    *host_p = p;
+    *dev_p = (uint64_t)(uintptr_t)p;
+    return TETHER_OK;
+}
+
+static inline void svc_shared_free(void *ctx, void *host)
+{
+    (void)ctx;
+    free(host);
+}
+
+#endif /* TETHER_SVC_SHARED_MEM_H */
