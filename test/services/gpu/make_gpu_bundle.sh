@@ -5,9 +5,12 @@
 #   lib/      Debian 12's libomptarget 16 runtime (apt-get download, as scripts/device-bundle.sh)
 #             and libhwloc.so.15
 #   plugin/   the CUDA plugin, whose common/plugin_rpc.c serves RPC (BUILD/lib)
-#   bin/      test/services/offload/*.c for sm_90 with libtether-device.a, and bench_rpc_thread
+#   bin/      test/services/offload/*.c and gpu/gpu_diag.c for sm_90 with libtether-device.a, and
+#             bench_rpc_thread
+#   img/      gpu_diag's device image (run_diag.sh disassembles it there)
 #   run_offload.sh, run_gpu.sh
-# On the GPU machine: test/services/gpu/run_gpu.sh BUILD/svc-gpu/svc-gpu.tar.xz
+# On the GPU machine: test/services/gpu/run_gpu.sh BUILD/svc-gpu/svc-gpu.tar.xz (the tests) or
+# test/services/gpu/run_diag.sh BUILD/svc-gpu/svc-gpu.tar.xz (diagnostics, gpu_diag.c).
 set -euo pipefail
 build=$(cd "${1:?usage: make_gpu_bundle.sh BUILD}" && pwd)
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -49,7 +52,15 @@ for p in printf heap user exit bad; do
     grep -v "CUDA version is newer" || true
   [ -x "$stage/bin/offload_$p" ] || { echo "clang-16 failed on offload_$p" >&2; exit 1; }
 done
+# gpu_diag (run_diag.sh), with its device image and offload_printf's kept for cuobjdump there.
+mkdir -p "$stage/img" "$out/tmp"
+(cd "$out/tmp" && clang-16 "${flags[@]}" -save-temps "$root/test/services/gpu/gpu_diag.c" \
+  -L"$build/rpc/device" -ltether-device -o "$stage/bin/gpu_diag" 2>&1 | grep -v "CUDA version is newer" || true
+  cp gpu_diag.nvptx64.sm_90.img "$stage/img/")
+[ -x "$stage/bin/gpu_diag" ] || { echo "clang-16 failed on gpu_diag" >&2; exit 1; }
+rm -rf "$out/tmp"
 cp "$build/test/services/bench_rpc_thread" "$stage/bin/"
-cp "$root/test/services/run_offload.sh" "$root/test/services/gpu/run_gpu.sh" "$stage/"
+cp "$root/test/services/run_offload.sh" "$root/test/services/gpu/run_gpu.sh" \
+  "$root/test/services/gpu/run_diag.sh" "$stage/"
 tar -C "$stage" -cf - . | xz -T2 -6 >"$out/svc-gpu.tar.xz"
 echo "$out/svc-gpu.tar.xz: $(($(stat -c %s "$out/svc-gpu.tar.xz") / 1048576)) MiB"
