@@ -8,6 +8,7 @@
 #   plugins-llvm/    libomptarget.rtl.cuda.nextgen.so -> LLVM 16's own CUDA plugin (the baseline)
 #   plugins-tether/  tether's libomptarget.rtl.cuda.nextgen.so, when it has been built
 #   bin/omp/         OpenMP programs from test/cuda/omp/, clang-16 for sm_90
+#   bin/omp-rpc/     printf and malloc of test/cuda/omp/ linked with -ltether-device
 #   bin/multi/       the two-GPU acceptance test (test/cuda/multi/multi_gpu.c, sm_90, linked with
 #                    $TETHER_BUILD/rpc/device/libtether-device.a), when that library is built
 #   bin/conformance/ the conformance suite (test/conformance) for sm_90
@@ -75,6 +76,8 @@ for f in "${keep[@]}"; do
   cp -L "$u/$f" "$stage/lib/"   # -L: store the file under its SONAME, no symlink chains
 done
 rm -rf "$u"
+# tether's plugin links hwloc (server thread placement); the GPU machine may not have it.
+cp -L /usr/lib/x86_64-linux-gnu/libhwloc.so.15 "$stage/lib/"
 # libomptarget 16 dlopens the plugins by their unversioned names; Debian ships those only as
 # symlinks in libomp-16-dev.  One folder per plugin choice, put first on LD_LIBRARY_PATH.
 ln -s ../lib/libomptarget.rtl.cuda.nextgen.so.16 "$stage/plugins-llvm/libomptarget.rtl.cuda.nextgen.so"
@@ -107,6 +110,15 @@ if [ -f "$devlib" ]; then
     grep -v "CUDA version is newer" || true
   [ -x "$stage/bin/multi/multi_gpu" ] || die "clang-16 failed on test/cuda/multi/multi_gpu.c"
   say "two-GPU test: bin/multi/multi_gpu"
+  # printf and malloc once more with the RPC device library: what tether's plugin is measured
+  # with (printf and malloc over tether's RPC server and device heap instead of CUDA's).
+  mkdir -p "$stage/bin/omp-rpc"
+  for name in printf malloc; do
+    clang-16 "${ompflags[@]}" -o "$stage/bin/omp-rpc/$name" "$root/test/cuda/omp/$name.c" \
+      -L"$(dirname "$devlib")" -ltether-device 2>&1 | grep -v "CUDA version is newer" || true
+    [ -x "$stage/bin/omp-rpc/$name" ] || die "clang-16 failed on $name.c with -ltether-device"
+  done
+  say "RPC benchmarks: bin/omp-rpc/printf, bin/omp-rpc/malloc"
 else
   say "no $devlib: no two-GPU test in the bundle"
 fi

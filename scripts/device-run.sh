@@ -86,7 +86,13 @@ bench() {
 }
 native_runner() { timeout "$limit" "$1"; }
 llvm_runner() { omp_run plugins-llvm "$1"; }
-tether_runner() { omp_run plugins-tether "$1"; }
+# tether's plugin runs printf and malloc linked with -ltether-device (bin/omp-rpc), so their
+# figures are tether's RPC printf and device heap against CUDA's (native, LLVM 16).
+tether_runner() {
+  local rpc
+  rpc=$work/bin/omp-rpc/$(basename "$1")
+  if [ -x "$rpc" ]; then omp_run plugins-tether "$rpc"; else omp_run plugins-tether "$1"; fi
+}
 
 omp_progs=()
 for p in launch copy lock printf malloc; do

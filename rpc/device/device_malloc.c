@@ -358,20 +358,24 @@ static void *small_alloc(uint64_t size)
     return (void *)((uintptr_t)slab + slab->first);
 }
 
+/* One line on the host's stderr naming the pointer (fire-and-forget). */
+static void heap_complain(const char *fmt, uint64_t p)
+{
+    tether_device_printf_packed(TETHER_RPC_STDERR, fmt, &p, sizeof p);
+}
+
 static void small_free(struct dev_block_hdr *s, uint64_t p)
 {
     uint64_t off = p - (uint64_t)(uintptr_t)s;
     if (off < s->first || (off - s->first) % s->block != 0 ||
         (off - s->first) / s->block >= s->nblocks) {
-        tether_device_printf_packed(TETHER_RPC_STDERR, "tether: free(): invalid pointer\n",
-                                    (void *)0, 0);
+        heap_complain("tether: free(%p): not the start of a block\n", p);
         return;
     }
     uint32_t i = (uint32_t)((off - s->first) / s->block);
     uint32_t old = dev_fetch_and32(&slab_bitmap(s)[i / 32], ~(1u << (i % 32)));
     if ((old & (1u << (i % 32))) == 0) {
-        tether_device_printf_packed(TETHER_RPC_STDERR, "tether: free(): double free\n", (void *)0,
-                                    0);
+        heap_complain("tether: free(%p): double free\n", p);
         return;
     }
     if (dev_fetch_add32(&s->nfree, 1) == 0) /* it was full: point allocations at it */
@@ -557,9 +561,23 @@ static struct dev_block_hdr *block_of(uint64_t p, struct dev_region_view *v)
 static void foreign_free(void *ptr)
 {
 #if RPC_ARCH_SIMT
-    (void)ptr;
-    tether_device_printf_packed(TETHER_RPC_STDERR,
-                                "tether: free(): pointer not from the device heap\n", (void *)0, 0);
+    uint64_t p = (uint64_t)(uintptr_t)ptr;
+#if defined(RPC_ARCH_NVPTX)
+    uint32_t shared, local;
+    __asm__("{ .reg .pred q; isspacep.shared q, %1; selp.u32 %0, 1, 0, q; }"
+            : "=r"(shared)
+            : "l"(p));
+    __asm__("{ .reg .pred q; isspacep.local q, %1; selp.u32 %0, 1, 0, q; }" : "=r"(local) : "l"(p));
+    if (shared) {
+        heap_complain("tether: free(%p): a shared-memory address, not from the device heap\n", p);
+        return;
+    }
+    if (local) {
+        heap_complain("tether: free(%p): a stack address, not from the device heap\n", p);
+        return;
+    }
+#endif
+    heap_complain("tether: free(%p): pointer not from the device heap\n", p);
 #else
     __libc_free(ptr);
 #endif

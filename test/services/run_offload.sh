@@ -71,6 +71,9 @@ heap | user)
   "$bin/offload_$case_" > "$work/out.txt" 2> "$work/err.txt" ||
     fail "exit status $?: $(cat "$work/out.txt") $(head -c 500 "$work/err.txt")"
   cat "$work/out.txt"
+  if [ "$case_" = heap ] && grep -q "^tether: " "$work/err.txt"; then
+    fail "the device heap complained: $(grep "^tether: " "$work/err.txt" | sort | uniq -c | head -5)"
+  fi
   if [ "$case_" = user ]; then
     n=$(grep -c "no handler for RPC opcode 0x8101" "$work/err.txt" || true)
     [ "$n" = 1 ] || fail "want one diagnostic for opcode 0x8101, got $n: $(cat "$work/err.txt")"

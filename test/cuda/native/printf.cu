@@ -25,6 +25,8 @@ int main(void)
     double ms = (bench_now_us() - t0) / 1e3;
     long lines = bench_capture_end(&cap, "tether-line");
     bench_fig("printf_132x128", ms, "ms");
+    bench_fig("printf_rate", BENCH_PRINTF_LINES / (ms * 1e3), "Mlines/s");
+    bench_fig("printf_first_output", bench_capture_first_ms(&cap), "ms");
     bench_fig("printf_lines_lost", (double)(BENCH_PRINTF_LINES - lines), "lines");
     return 0;
 }

@@ -11,6 +11,8 @@
 #   run_offload.sh, run_gpu.sh
 # On the GPU machine: test/services/gpu/run_gpu.sh BUILD/svc-gpu/svc-gpu.tar.xz (the tests) or
 # test/services/gpu/run_diag.sh BUILD/svc-gpu/svc-gpu.tar.xz (diagnostics, gpu_diag.c).
+# SVC_NO_RUNTIME=1 leaves lib/ out (a smaller bundle that travels next to
+# scripts/device-bundle.sh's, whose lib/ the runners then use: SVC_RUNTIME=/tmp/tether-device/lib).
 set -euo pipefail
 build=$(cd "${1:?usage: make_gpu_bundle.sh BUILD}" && pwd)
 root=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -22,6 +24,7 @@ mkdir -p "$debs"
 rm -rf "$stage" "$out/unpacked"
 mkdir -p "$stage/lib" "$stage/plugin" "$stage/bin" "$out/unpacked"
 
+if [ -z "${SVC_NO_RUNTIME:-}" ]; then
 pkgs=(libomp5-16 libllvm16 libz3-4 libicu72 libxml2 libedit2 libbsd0 libmd0 libffi8 libtinfo6)
 for p in "${pkgs[@]}"; do
   compgen -G "$debs/${p}_*.deb" >/dev/null ||
@@ -39,6 +42,7 @@ for f in usr/lib/llvm-16/lib/libomp.so.5 usr/lib/llvm-16/lib/libomptarget.so.16 
   cp -L "$u/$f" "$stage/lib/"
 done
 rm -rf "$u"
+fi
 cp -L /usr/lib/x86_64-linux-gnu/libhwloc.so.15 "$stage/lib/"
 
 cp "$build/lib/libomptarget.rtl.cuda.nextgen.so" "$stage/plugin/"

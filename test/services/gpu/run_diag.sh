@@ -10,7 +10,8 @@ mkdir -p "$out"
 rm -rf "$work" && mkdir -p "$work"
 xz -dc "$bundle" | tar -x -C "$work"
 exec > >(tee -a "$out/diag.txt") 2>&1
-export LD_LIBRARY_PATH=$work/plugin:$work/lib OMP_TARGET_OFFLOAD=MANDATORY
+# SVC_RUNTIME: where libomptarget 16 and its libraries are when the bundle has no full lib/.
+export LD_LIBRARY_PATH=$work/plugin:$work/lib${SVC_RUNTIME:+:$SVC_RUNTIME} OMP_TARGET_OFFLOAD=MANDATORY
 run() {
   echo "== gpu_diag $*"
   timeout 20 "$work/bin/gpu_diag" "$@" 2>&1 | tail -n 12
@@ -33,8 +34,11 @@ for extra in ${DIAG_EXTRA:-}; do
 done
 if command -v compute-sanitizer >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  echo "== compute-sanitizer gpu_diag repeat 6 30"
-  timeout 120 "$cs" --tool memcheck "$work/bin/gpu_diag" repeat 6 30 2>&1 | tail -n 40
+  for shape in "repeat 6 30" "heap 1 1 500"; do
+    echo "== compute-sanitizer gpu_diag $shape"
+    # shellcheck disable=SC2086
+    timeout 120 "$cs" --tool memcheck "$work/bin/gpu_diag" $shape 2>&1 | grep -v '^repeat ' | head -n 60
+  done
 fi
 if [ -d "$work/img" ]; then
   cuobjdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)

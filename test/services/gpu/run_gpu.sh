@@ -14,7 +14,8 @@ if [ -n "${SVC_OVERLAY:-}" ]; then cp -r "$SVC_OVERLAY"/. "$work"/; fi
 exec > >(tee -a "$out/log.txt") 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "cpus: $(nproc), load: $(cat /proc/loadavg)"
-export SVC_LIBS=$work/lib SVC_GPU=1
+# SVC_RUNTIME: where libomptarget 16 and its libraries are when the bundle has no full lib/.
+export SVC_LIBS=$work/lib${SVC_RUNTIME:+:$SVC_RUNTIME} SVC_GPU=1
 failed=0
 for c in ${SVC_CASES:-printf heap user exit abort bad}; do
   echo "== $c"
@@ -28,6 +29,6 @@ for c in ${SVC_CASES:-printf heap user exit abort bad}; do
 done
 if [ -z "${SVC_SKIP_BENCH:-}" ]; then
   echo "== bench_rpc_thread"
-  LD_LIBRARY_PATH=$work/lib "$work/bin/bench_rpc_thread" | tee "$out/bench_rpc_thread.txt"
+  LD_LIBRARY_PATH=$SVC_LIBS "$work/bin/bench_rpc_thread" | tee "$out/bench_rpc_thread.txt"
 fi
 exit $failed
