@@ -220,6 +220,7 @@ static bool find_in_table(const struct plugin_image *image, const Elf64_Ehdr *eh
         sym_p->value = sym.st_value;
         sym_p->size = sym.st_size;
         sym_p->type = ELF64_ST_TYPE(sym.st_info);
+        sym_p->bind = ELF64_ST_BIND(sym.st_info);
         sym_p->data = NULL;
         sym_p->data_size = 0;
         if (sym.st_shndx < SHN_LORESERVE && read_shdr(image, ehdr, sym.st_shndx, &sec) &&

@@ -22,6 +22,7 @@ struct image_symbol {
     uint64_t value;   /* st_value */
     uint64_t size;    /* st_size */
     uint8_t type;     /* ELF64_ST_TYPE: STT_OBJECT, STT_FUNC, ... */
+    uint8_t bind;     /* ELF64_ST_BIND: STB_LOCAL, STB_GLOBAL, STB_WEAK */
     const void *data; /* the symbol's initial bytes inside the image, or NULL when it has
                          none there (SHT_NOBITS, absolute, out of range) */
     size_t data_size; /* bytes readable at data (min(size, bytes left in its section)) */

@@ -105,7 +105,7 @@ say "OpenMP programs: $(ls "$stage/bin/omp" | tr '\n' ' ')"
 # 4b. The two-GPU acceptance test, with the RPC device library (printf/malloc over RPC).
 devlib=$build/rpc/device/libtether-device.a
 if [ -f "$devlib" ]; then
-  clang-16 "${ompflags[@]}" -I"$root/include" -o "$stage/bin/multi/multi_gpu" \
+  clang-16 "${ompflags[@]}" -foffload-lto -I"$root/include" -o "$stage/bin/multi/multi_gpu" \
     "$root/test/cuda/multi/multi_gpu.c" -L"$(dirname "$devlib")" -ltether-device 2>&1 |
     grep -v "CUDA version is newer" || true
   [ -x "$stage/bin/multi/multi_gpu" ] || die "clang-16 failed on test/cuda/multi/multi_gpu.c"
@@ -114,7 +114,7 @@ if [ -f "$devlib" ]; then
   # with (printf and malloc over tether's RPC server and device heap instead of CUDA's).
   mkdir -p "$stage/bin/omp-rpc"
   for name in printf malloc; do
-    clang-16 "${ompflags[@]}" -o "$stage/bin/omp-rpc/$name" "$root/test/cuda/omp/$name.c" \
+    clang-16 "${ompflags[@]}" -foffload-lto -o "$stage/bin/omp-rpc/$name" "$root/test/cuda/omp/$name.c" \
       -L"$(dirname "$devlib")" -ltether-device 2>&1 | grep -v "CUDA version is newer" || true
     [ -x "$stage/bin/omp-rpc/$name" ] || die "clang-16 failed on $name.c with -ltether-device"
   done

@@ -3,9 +3,12 @@
  */
 #include "cuda_plugin.h"
 
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "plugin_image.h"
 
 #define CUDA_STATIC_SHARED_LIMIT (48u * 1024) /* dynamic shared memory without opting in */
 #define CUDA_JIT_LOG_BYTES 1024
@@ -162,6 +165,37 @@ tether_status_t cuda_event_sync(struct plugin_device *dev, struct plugin_event *
 
 /* ---- modules and kernels -------------------------------------------------------------------- */
 
+/*
+ * ptxas compiles a call to `malloc`, `free`, `vprintf` or `__assertfail` as a call of CUDA's
+ * system calls, which keep almost every register (R0-R3, R16-R19, R22 and up): the caller keeps
+ * its values there.  A definition of one of these names compiled separately (e.g.
+ * libtether-device.a linked without -foffload-lto) follows the normal convention and clobbers
+ * them, which corrupts the caller at random (seen on an H100: free() got pointers that were
+ * never allocated).  Such a definition is global in the linked image; under -foffload-lto the
+ * library and the program are one module and the definitions are local.  Refuse the image with
+ * the fix in the message rather than run it.
+ */
+static tether_status_t cuda_check_syscall_names(const struct plugin_image *image,
+                                                struct tether_error *err)
+{
+    static const char *const names[] = {"malloc", "free", "vprintf", "__assertfail"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        struct image_symbol sym;
+
+        if (image_elf_symbol(image, names[i], &sym) && sym.type == STT_FUNC &&
+            sym.bind != STB_LOCAL) {
+            return plugin_error_set(
+                err, TETHER_ERR_BAD_IMAGE,
+                "the image defines a global %s(): calls to it are compiled for CUDA's "
+                "system-call convention and would corrupt registers; build and link the "
+                "program with -foffload-lto (libtether-device.a needs it on NVIDIA)",
+                names[i]);
+        }
+    }
+    return TETHER_OK;
+}
+
 tether_status_t cuda_module_load(struct plugin_device *dev, const struct plugin_image *image,
                                  struct plugin_module **module_p, struct tether_error *err)
 {
@@ -175,6 +209,10 @@ tether_status_t cuda_module_load(struct plugin_device *dev, const struct plugin_
     tether_status_t rc;
     CUresult res;
 
+    rc = cuda_check_syscall_names(image, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
     rc = cuda_ctx_enter(cd, err);
     if (rc != TETHER_OK) {
         return rc;

@@ -111,8 +111,9 @@ struct dev_heap {
     uint64_t next_chunk; /* size of the next chunk, 0: CHUNK_FIRST */
     uint64_t class_head[NCLASSES];
     uint64_t class_hint[NCLASSES];
-    uint64_t span_free[NBUCKETS]; /* tagged stack heads */
-    uint64_t large_free[NLARGE];  /* tagged stack heads */
+    uint32_t class_grow[NCLASSES]; /* 1 while a thread makes a new slab of the class */
+    uint64_t span_free[NBUCKETS];  /* tagged stack heads */
+    uint64_t large_free[NLARGE];   /* tagged stack heads */
     struct dev_region regions[NREGIONS];
 };
 
@@ -329,17 +330,16 @@ static struct dev_block_hdr *slab_new(uint32_t cls)
     return s;
 }
 
-static void *small_alloc(uint64_t size)
+/* A block from a slab of the class that has room (the hint, then a few slabs of the list). */
+static uint64_t small_take(uint32_t cls)
 {
     struct dev_heap *h = &dev_heap;
-    uint32_t cls = size_class(size);
     uint64_t hint = dev_load_acquire64(&h->class_hint[cls]);
     if (hint != 0) {
         uint64_t p = slab_take((struct dev_block_hdr *)(uintptr_t)hint);
         if (p != 0)
-            return (void *)(uintptr_t)p;
+            return p;
     }
-    /* Look for room in a few slabs of the list before taking a new one. */
     uint64_t s = dev_load_acquire64(&h->class_head[cls]);
     for (int i = 0; i < 8 && s != 0; i++) {
         struct dev_block_hdr *slab = (struct dev_block_hdr *)(uintptr_t)s;
@@ -347,15 +347,51 @@ static void *small_alloc(uint64_t size)
             uint64_t p = slab_take(slab);
             if (p != 0) {
                 dev_store_release64(&h->class_hint[cls], s);
-                return (void *)(uintptr_t)p;
+                return p;
             }
         }
         s = slab->next;
     }
-    struct dev_block_hdr *slab = slab_new(cls);
-    if (slab == (struct dev_block_hdr *)0)
-        return (void *)0;
-    return (void *)((uintptr_t)slab + slab->first);
+    return 0;
+}
+
+/* Spins of a thread waiting for another one's new slab before it makes its own (a bound, so
+ * that lanes of one AMD wavefront, which do not run independently, cannot wait forever for a
+ * lane of the same wavefront). */
+#define GROW_WAIT_SPINS 4096
+
+static void *small_alloc(uint64_t size)
+{
+    struct dev_heap *h = &dev_heap;
+    uint32_t cls = size_class(size);
+    /* When the class is full, one thread makes a new slab and the others wait for it and take
+     * blocks from it: on a GPU thousands of threads find the class full at the same moment, and
+     * a slab each would use up the heap (seen on an H100: hundreds of MiB for a few MiB live). */
+    for (uint32_t spins = 0;;) {
+        uint64_t p = small_take(cls);
+        if (p != 0)
+            return (void *)(uintptr_t)p;
+        if (spins < GROW_WAIT_SPINS && dev_exchange32(&h->class_grow[cls], 1u) != 0) {
+            while (spins < GROW_WAIT_SPINS && dev_load_relaxed32(&h->class_grow[cls]) != 0) {
+                rpc_arch_pause();
+                spins++;
+            }
+            continue;
+        }
+        bool owner = spins < GROW_WAIT_SPINS;
+        /* Another thread may have published a slab between our look and the gate. */
+        p = small_take(cls);
+        struct dev_block_hdr *slab = (struct dev_block_hdr *)0;
+        if (p == 0)
+            slab = slab_new(cls);
+        if (owner)
+            dev_store_release32(&h->class_grow[cls], 0u);
+        if (p != 0)
+            return (void *)(uintptr_t)p;
+        if (slab == (struct dev_block_hdr *)0)
+            return (void *)0;
+        return (void *)((uintptr_t)slab + slab->first);
+    }
 }
 
 /* One line on the host's stderr naming the pointer (fire-and-forget). */

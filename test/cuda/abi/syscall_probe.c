@@ -1,0 +1,24 @@
+/*
+ * syscall_probe.c - a target region that calls malloc and free, linked with libtether-device.a.
+ * syscall_abi_test.sh builds it twice for sm_90: with own_malloc.c (no LTO) tether's CUDA plugin
+ * must refuse the image (its global malloc/free would break callers compiled for CUDA's system-call
+ * convention); with -foffload-lto it must load it.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(void)
+{
+    uintptr_t seen = 0;
+
+    /* The address leaves the region, so the compiler keeps the malloc/free calls. */
+#pragma omp target map(from : seen)
+    {
+        char *p = malloc(16);
+        seen = (uintptr_t)p;
+        free(p);
+    }
+    printf("syscall_probe: region ran, malloc gave %#lx\n", (unsigned long)seen);
+    return 0;
+}
