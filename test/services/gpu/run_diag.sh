@@ -13,7 +13,7 @@ exec > >(tee -a "$out/diag.txt") 2>&1
 # SVC_RUNTIME: where libomptarget 16 and its libraries are when the bundle has no full lib/.
 export LD_LIBRARY_PATH=$work/plugin:$work/lib${SVC_RUNTIME:+:$SVC_RUNTIME} OMP_TARGET_OFFLOAD=MANDATORY
 run() {
-  echo "== gpu_diag $*"
+  echo "== gpu_diag $* ${TETHER_RPC_HEAP_RESERVE:+(reserve $TETHER_RPC_HEAP_RESERVE)}"
   timeout 20 "$work/bin/gpu_diag" "$@" 2>&1 | tail -n 12
   echo "-- status ${PIPESTATUS[0]}"
 }
@@ -28,6 +28,8 @@ run heap 2 1 500
 run heap 4 1 500
 run heap 1 32 200
 run heap 4 64 200
+# All threads of a full H100/H200 grid: up to ~16 KiB live each, beyond the default 256 MiB reserve.
+TETHER_RPC_HEAP_RESERVE=$((1 << 30)) run heap 132 128 50
 for extra in ${DIAG_EXTRA:-}; do
   IFS=, read -r -a a <<<"$extra"
   run "${a[@]}"
