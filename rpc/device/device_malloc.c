@@ -355,10 +355,11 @@ static uint64_t small_take(uint32_t cls)
     return 0;
 }
 
-/* Spins of a thread waiting for another one's new slab before it makes its own (a bound, so
- * that lanes of one AMD wavefront, which do not run independently, cannot wait forever for a
- * lane of the same wavefront). */
-#define GROW_WAIT_SPINS 4096
+/* How long (pauses) a thread waits for another thread's new slab before it makes its own.  The
+ * bound is per wait, so a thread that sees slab after slab appear keeps waiting; it exists for
+ * AMD, where lanes of one wavefront do not run independently and the lane making the slab cannot
+ * go on while its wavefront spins. */
+#define GROW_WAIT_SPINS (1u << 16)
 
 static void *small_alloc(uint64_t size)
 {
@@ -367,18 +368,20 @@ static void *small_alloc(uint64_t size)
     /* When the class is full, one thread makes a new slab and the others wait for it and take
      * blocks from it: on a GPU thousands of threads find the class full at the same moment, and
      * a slab each would use up the heap (seen on an H100: hundreds of MiB for a few MiB live). */
-    for (uint32_t spins = 0;;) {
+    for (;;) {
         uint64_t p = small_take(cls);
         if (p != 0)
             return (void *)(uintptr_t)p;
-        if (spins < GROW_WAIT_SPINS && dev_exchange32(&h->class_grow[cls], 1u) != 0) {
+        bool owner = dev_exchange32(&h->class_grow[cls], 1u) == 0;
+        if (!owner) {
+            uint32_t spins = 0;
             while (spins < GROW_WAIT_SPINS && dev_load_relaxed32(&h->class_grow[cls]) != 0) {
                 rpc_arch_pause();
                 spins++;
             }
-            continue;
+            if (spins < GROW_WAIT_SPINS)
+                continue; /* a slab was made: take from it */
         }
-        bool owner = spins < GROW_WAIT_SPINS;
         /* Another thread may have published a slab between our look and the gate. */
         p = small_take(cls);
         struct dev_block_hdr *slab = (struct dev_block_hdr *)0;

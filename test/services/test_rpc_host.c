@@ -5,7 +5,7 @@
  * plain host memory.  Runs under ThreadSanitizer too.
  *
  *   test_rpc_host <case> [scale]
- * cases: printf-wide printf-lanes write malloc user bad exit abort drain
+ * cases: printf-wide printf-lanes write malloc malloc-burst user bad exit abort drain
  */
 #include <pthread.h>
 #include <sched.h>
@@ -307,6 +307,7 @@ struct heap_arg {
     int rounds;
     size_t live_target; /* bytes each thread keeps live */
     atomic_int *failures;
+    size_t max_size; /* 0: the mix below; else sizes 1..max_size (a GPU-like burst) */
 };
 
 static uint64_t rng(uint64_t *s)
@@ -346,6 +347,8 @@ static void *heap_thread(void *arg)
                                : (1 << 20) + rng(&seed) % (3 << 20);
         if (live + n > a->live_target && n > 256)
             n = 1 + rng(&seed) % 256;
+        if (a->max_size != 0)
+            n = 1 + rng(&seed) % a->max_size;
         unsigned char *p = (kind % 7 == 0) ? tether_device_calloc(1, n) : tether_device_malloc(n);
         if (p == NULL) {
             atomic_fetch_add(a->failures, 1);
@@ -369,6 +372,69 @@ static void *heap_thread(void *arg)
     return NULL;
 }
 
+/* Many threads at once on small blocks, as a GPU grid does: 64 threads (more than this machine
+ * has cores) allocating 1..4096 bytes, each block's every byte checked before it is freed. */
+static void *burst_thread(void *arg)
+{
+    struct heap_arg *a = arg;
+    enum { SLOTS = 16 };
+    unsigned char *ptr[SLOTS] = {0};
+    size_t size[SLOTS] = {0};
+    uint64_t seed = 0x2545f4914f6cdd1dull * (uint64_t)(a->t + 1);
+    for (int r = 0; r < a->rounds; r++) {
+        int i = (int)(rng(&seed) % SLOTS);
+        unsigned char tag = (unsigned char)(a->t * 7 + i);
+        if (ptr[i] != NULL) {
+            for (size_t k = 0; k < size[i]; k++)
+                if (ptr[i][k] != (unsigned char)(tag + k)) {
+                    atomic_fetch_add(a->failures, 1);
+                    break;
+                }
+            tether_device_free(ptr[i]);
+            ptr[i] = NULL;
+            continue;
+        }
+        size_t n = 1 + rng(&seed) % a->max_size;
+        unsigned char *p = tether_device_malloc(n);
+        if (p == NULL) {
+            atomic_fetch_add(a->failures, 1);
+            continue;
+        }
+        for (size_t k = 0; k < n; k++)
+            p[k] = (unsigned char)(tag + k);
+        ptr[i] = p;
+        size[i] = n;
+    }
+    for (int i = 0; i < SLOTS; i++)
+        tether_device_free(ptr[i]);
+    return NULL;
+}
+
+static void test_malloc_burst(void)
+{
+    struct rig rig;
+    rig_up(&rig, false, 64, 32, true);
+    atomic_int failures = 0;
+    enum { THREADS = 64 };
+    pthread_t tid[THREADS];
+    struct heap_arg args[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        args[t] = (struct heap_arg){t, 3000 * scale, 0, &failures, 4096};
+        pthread_create(&tid[t], NULL, burst_thread, &args[t]);
+    }
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(tid[t], NULL);
+    CHECK(atomic_load(&failures) == 0, "%d heap failures (bad data or NULL) with %d threads",
+          atomic_load(&failures), THREADS);
+    struct tether_rpc_stats st;
+    tether_rpc_server_stats(rig.srv, &st);
+    /* 64 threads x 16 blocks of at most 4 KiB: a few MiB live; slabs made one per class at a
+     * time keep the heap near that (a slab per thread and class would be 64 MiB). */
+    CHECK(st.heap_bytes <= (40u << 20), "heap grew to %llu bytes for ~4 MiB live",
+          (unsigned long long)st.heap_bytes);
+    rig_down(&rig);
+}
+
 static void test_malloc(void)
 {
     struct rig rig;
@@ -378,7 +444,7 @@ static void test_malloc(void)
     pthread_t tid[THREADS];
     struct heap_arg args[THREADS];
     for (int t = 0; t < THREADS; t++) {
-        args[t] = (struct heap_arg){t, 20000 * scale, 6u << 20, &failures};
+        args[t] = (struct heap_arg){t, 20000 * scale, 6u << 20, &failures, 0};
         pthread_create(&tid[t], NULL, heap_thread, &args[t]);
     }
     for (int t = 0; t < THREADS; t++)
@@ -832,6 +898,8 @@ int main(int argc, char **argv)
         test_write();
     else if (strcmp(c, "malloc") == 0)
         test_malloc();
+    else if (strcmp(c, "malloc-burst") == 0)
+        test_malloc_burst();
     else if (strcmp(c, "user") == 0)
         test_user();
     else if (strcmp(c, "bad") == 0)

@@ -35,15 +35,22 @@ static int diag_churn(int id, int rounds)
     for (int r = 0; r < rounds; r++) {
         int i = (int)(diag_next(&s) % SLOTS);
         if (p[i] != NULL) {
-            errors += p[i][0] != (unsigned char)(id + i) || p[i][n[i] - 1] != (unsigned char)i;
+            unsigned char first = p[i][0], last = p[i][n[i] - 1];
+            if (first != (unsigned char)(id + i) || last != (unsigned char)i) {
+                if (errors++ < 3)
+                    printf("diag: id %d slot %d: block %p of %u bytes holds %u..%u, want %u..%u\n",
+                           id, i, (void *)p[i], n[i], first, last, (unsigned char)(id + i),
+                           (unsigned char)i);
+            }
             free(p[i]);
             p[i] = NULL;
             continue;
         }
-        n[i] = 1 + (uint32_t)(diag_next(&s) % 4096);
+        n[i] = 2 + (uint32_t)(diag_next(&s) % 4095); /* 2 or more: first and last byte differ */
         p[i] = malloc(n[i]);
         if (p[i] == NULL) {
-            errors++;
+            if (errors++ < 3)
+                printf("diag: id %d slot %d: malloc(%u) returned NULL\n", id, i, n[i]);
             continue;
         }
         p[i][0] = (unsigned char)(id + i);
