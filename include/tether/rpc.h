@@ -123,7 +123,9 @@ tether_status_t tether_rpc_server_client_bytes(tether_rpc_server_t *server, uint
 /*
  * Serves what is pending without ever waiting for the device: progresses
  * calls in flight and opens every port with a new call.  Writes the number of
- * calls that made progress to *progress_p (may be NULL).  Returns TETHER_OK,
+ * calls that made progress to *progress_p (may be NULL).  Output is flushed
+ * when a call finds nothing to do (progress 0) and at least every millisecond
+ * while calls keep coming.  Returns TETHER_OK,
  * or TETHER_ERR_NO_MEMORY when a call could not get host memory (it is
  * retried on the next call).
  */

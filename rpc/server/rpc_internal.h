@@ -126,7 +126,8 @@ struct tether_rpc_server {
 
     /* output: formatted text waiting for one fwrite per call */
     struct rpc_outbuf text;
-    bool wrote; /* something written since the last flush */
+    bool wrote;        /* something written since the last flush */
+    uint64_t flush_ns; /* CLOCK_MONOTONIC of the last flush */
 
     bool trace; /* TETHER_RPC_TRACE set: one diagnostic line per call (debugging) */
 

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rpc_internal.h"
 
@@ -43,6 +44,13 @@ void srv_diag(struct tether_rpc_server *srv, const char *fmt, ...)
     fprintf(srv->err, "tether rpc (device %u): %s\n", srv->config.device_id, line);
 }
 
+static uint64_t srv_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void srv_flush(struct tether_rpc_server *srv)
 {
     if (!srv->wrote)
@@ -50,6 +58,20 @@ void srv_flush(struct tether_rpc_server *srv)
     fflush(srv->out);
     fflush(srv->err);
     srv->wrote = false;
+    srv->flush_ns = srv_now_ns();
+}
+
+/* Output of a sweep: flushed when the device went quiet (a sweep without progress) or at least
+ * every SRV_FLUSH_NS while calls keep coming, so lines appear within about a millisecond while a
+ * kernel runs without a write(2) per sweep (per few lines at a million lines a second). */
+#define SRV_FLUSH_NS 1000000u
+
+static void srv_flush_lazy(struct tether_rpc_server *srv, uint32_t progress)
+{
+    if (!srv->wrote)
+        return;
+    if (progress == 0 || srv_now_ns() - srv->flush_ns >= SRV_FLUSH_NS)
+        srv_flush(srv);
 }
 
 /* ---- create / destroy ------------------------------------------------------------------- */
@@ -563,7 +585,7 @@ tether_status_t tether_rpc_server_handle(tether_rpc_server_t *srv, uint32_t *pro
         }
     }
 
-    srv_flush(srv);
+    srv_flush_lazy(srv, progress);
     if (srv->exit_pending)
         finish_exit(srv);
     pthread_mutex_unlock(&srv->handle_lock);
