@@ -128,6 +128,8 @@ struct plugin_device_limits {
     uint32_t max_teams;       /* most teams per launch (grid dim x) */
     uint32_t default_threads; /* threads when the program gives no thread_limit (128 NVIDIA) */
     uint32_t default_teams;   /* teams when neither num_teams nor a trip count is known (3200) */
+    uint32_t rpc_ports;       /* RPC ports per image by default; 0: common's choice (64, or 4 x
+                                 CPUs, on the host; 4096 on GPUs) */
 };
 
 /* A device: backends embed it first in their own device struct. */

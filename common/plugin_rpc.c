@@ -15,8 +15,8 @@
  *    complete (synchronous launch returned, or its queue synchronised/queried done).
  *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released.
  * Environment:
- *   TETHER_RPC_PORTS          ports per image (default: 64, or 4 x CPUs for the host backend;
- *                             4096 on GPUs)
+ *   TETHER_RPC_PORTS          ports per image (default: the backend's limits.rpc_ports, else 64,
+ *                             or 4 x CPUs, for the host backend and 4096 on GPUs; CUDA: 16384)
  *   TETHER_RPC_HEAP_RESERVE   bytes of device heap allocated at image load (default 0 on the
  *                             host, 256 MiB on GPUs: a CUDA allocation while a kernel runs may
  *                             wait for that kernel)
@@ -117,6 +117,8 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     bool host = dev->limits.warp_size <= 1;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t ports = host ? (uint32_t)(cpus > 16 ? 4 * cpus : 64) : 4096;
+    if (dev->limits.rpc_ports != 0)
+        ports = dev->limits.rpc_ports;
     ports = (uint32_t)plugin_env_int("TETHER_RPC_PORTS", ports);
     struct tether_rpc_server_config cfg = {
         .device_id = (uint32_t)dev->id,
