@@ -8,7 +8,8 @@
 #   plugins-llvm/    libomptarget.rtl.cuda.nextgen.so -> LLVM 16's own CUDA plugin (the baseline)
 #   plugins-tether/  tether's libomptarget.rtl.cuda.nextgen.so, when it has been built
 #   bin/omp/         OpenMP programs from test/cuda/omp/, clang-16 for sm_90
-#   bin/omp-rpc/     printf and malloc of test/cuda/omp/ linked with -ltether-device
+#   bin/omp-rpc/     printf, malloc and rpc of test/cuda/omp/ linked with -ltether-device (rpc.c
+#                    only here: it needs tether's RPC server)
 #   bin/multi/       the two-GPU acceptance test (test/cuda/multi/multi_gpu.c, sm_90, linked with
 #                    $TETHER_BUILD/rpc/device/libtether-device.a), when that library is built
 #   bin/conformance/ the conformance suite (test/conformance) for sm_90
@@ -97,6 +98,7 @@ ompflags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvpt
   -march=sm_90 "--cuda-path=$cuda" -Wall -Wextra -Werror -Wno-unknown-cuda-version)
 for src in "$root"/test/cuda/omp/*.c; do
   name=$(basename "$src" .c)
+  [ "$name" = rpc ] && continue # needs libtether-device.a: bin/omp-rpc only
   clang-16 "${ompflags[@]}" -o "$stage/bin/omp/$name" "$src" 2>&1 | grep -v "CUDA version is newer" || true
   [ -x "$stage/bin/omp/$name" ] || die "clang-16 failed on $src"
 done
@@ -113,12 +115,12 @@ if [ -f "$devlib" ]; then
   # printf and malloc once more with the RPC device library: what tether's plugin is measured
   # with (printf and malloc over tether's RPC server and device heap instead of CUDA's).
   mkdir -p "$stage/bin/omp-rpc"
-  for name in printf malloc; do
-    clang-16 "${ompflags[@]}" -foffload-lto -o "$stage/bin/omp-rpc/$name" "$root/test/cuda/omp/$name.c" \
+  for name in printf malloc rpc; do
+    clang-16 "${ompflags[@]}" -foffload-lto -I"$root/include" -o "$stage/bin/omp-rpc/$name" "$root/test/cuda/omp/$name.c" \
       -L"$(dirname "$devlib")" -ltether-device 2>&1 | grep -v "CUDA version is newer" || true
     [ -x "$stage/bin/omp-rpc/$name" ] || die "clang-16 failed on $name.c with -ltether-device"
   done
-  say "RPC benchmarks: bin/omp-rpc/printf, bin/omp-rpc/malloc"
+  say "RPC benchmarks: bin/omp-rpc/printf, malloc, rpc"
 else
   say "no $devlib: no two-GPU test in the bundle"
 fi

@@ -137,7 +137,10 @@ fi
 want llvm16 && bench "$out/llvm16.txt" llvm_runner "${omp_progs[@]}"
 if want tether; then
   if [ $have_tether = 1 ]; then
-    bench "$out/tether.txt" tether_runner "${omp_progs[@]}"
+    # rpc (bin/omp-rpc only): the one-packet RPC round trip, figure "pingpong" like native's.
+    rpc_progs=()
+    [ -x "$work/bin/omp-rpc/rpc" ] && rpc_progs+=("$work/bin/omp-rpc/rpc")
+    bench "$out/tether.txt" tether_runner "${omp_progs[@]}" "${rpc_progs[@]}"
     # How host threads wait matters for latency: LLVM 16 forces blocking sync, tether's default
     # lets the driver spin.  The same launch benchmark with tether set to blocking:
     if [ -x "$work/bin/omp/launch" ]; then
