@@ -6,11 +6,13 @@
  * synchronous copy, a stream borrowed from the device's pool and synchronised before returning.
  * The CUDA driver itself recognises page-locked host memory (registered or cuMemAllocHost'd) and
  * then copies by DMA at full link speed; pageable memory is staged by the driver.  So the
- * host_dev hint from common's pinned map is not needed to pick the fast path: with unified
- * addressing the device-accessible address of registered memory is the host address itself.
+ * host_dev hint from common's pinned map is not needed to pick the fast path (with unified
+ * addressing the device-accessible address of registered memory is the host address itself);
+ * it tells pageable copies, which wait for their stream first (cuda_stream_wait_idle).
  */
 #include "cuda_plugin.h"
 
+#include <sched.h>
 #include <stdio.h>
 
 static CUdeviceptr cuda_dptr(const void *p)
@@ -96,6 +98,33 @@ static tether_status_t cuda_copy_stream(struct cuda_device *cd, struct plugin_qu
     return rc;
 }
 
+/*
+ * A copy between the device and pageable host memory queued behind a running kernel waits
+ * inside the driver for that kernel while holding a driver lock that cuMemAlloc needs (seen on
+ * an H200, driver 580: libomptarget's cuMemcpyDtoHAsync of a mapped scalar right after the
+ * launch blocked the RPC server thread's cuMemAlloc for the device heap, which the kernel was
+ * waiting for: a deadlock).  So before such a copy, wait for the stream here, polling without
+ * holding anything; the copy would not have started earlier anyway.  Pinned copies (host_dev
+ * known) stay asynchronous.
+ */
+static tether_status_t cuda_stream_wait_idle(struct cuda_device *cd, CUstream stream,
+                                             struct tether_error *err)
+{
+    for (unsigned spins = 0;; spins++) {
+        CUresult res = cd->drv->cuStreamQuery(stream);
+
+        if (res != CUDA_ERROR_NOT_READY) {
+            return res == CUDA_SUCCESS
+                       ? TETHER_OK
+                       : cuda_driver_check(cd->drv, res,
+                                           cuda_driver_symbol_names[CUDA_SLOT_cuStreamQuery], err);
+        }
+        if (spins >= 64) {
+            sched_yield();
+        }
+    }
+}
+
 /* After enqueuing a copy: a synchronous copy waits and gives its stream back. */
 static tether_status_t cuda_copy_finish(struct cuda_device *cd, CUstream stream, bool borrowed,
                                         tether_status_t rc, const char *what, size_t size,
@@ -123,10 +152,15 @@ tether_status_t cuda_memcpy_h2d(struct plugin_device *dev, void *dst, const void
     bool borrowed;
     tether_status_t rc;
 
-    (void)host_dev;
     rc = cuda_copy_stream(cd, queue, &stream, &borrowed, err);
     if (rc != TETHER_OK) {
         return rc;
+    }
+    if (host_dev == NULL && queue != NULL) {
+        rc = cuda_stream_wait_idle(cd, stream, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
     }
     rc = CUDA_CALL(cd->drv, err, cuMemcpyHtoDAsync, cuda_dptr(dst), src, size, stream);
     return cuda_copy_finish(cd, stream, borrowed, rc, "host-to-device copy", size, err);
@@ -141,10 +175,15 @@ tether_status_t cuda_memcpy_d2h(struct plugin_device *dev, void *dst, const void
     bool borrowed;
     tether_status_t rc;
 
-    (void)host_dev;
     rc = cuda_copy_stream(cd, queue, &stream, &borrowed, err);
     if (rc != TETHER_OK) {
         return rc;
+    }
+    if (host_dev == NULL && queue != NULL) {
+        rc = cuda_stream_wait_idle(cd, stream, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
     }
     rc = CUDA_CALL(cd->drv, err, cuMemcpyDtoHAsync, dst, cuda_dptr(src), size, stream);
     return cuda_copy_finish(cd, stream, borrowed, rc, "device-to-host copy", size, err);
