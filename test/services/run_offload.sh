@@ -68,12 +68,6 @@ printf-control)
   check_printf "$work/expect.txt" "$work/out.txt"
   ;;
 heap | user)
-  # On a GPU the device heap grows only within the reserve made at image load while a kernel
-  # runs (allocating more from the server thread would wait for the kernel): 256 GPU threads
-  # keep ~300 MiB of 1-2 MiB blocks live here, so the heap case asks for 1 GiB.
-  if [ -n "${SVC_GPU:-}" ] && [ "$case_" = heap ]; then
-    export TETHER_RPC_HEAP_RESERVE=${TETHER_RPC_HEAP_RESERVE:-$((1 << 30))}
-  fi
   "$bin/offload_$case_" > "$work/out.txt" 2> "$work/err.txt" ||
     fail "exit status $?: $(cat "$work/out.txt") $(head -c 500 "$work/err.txt")"
   cat "$work/out.txt"
