@@ -11,7 +11,7 @@
  *          C11 <stdatomic.h>.  One thread plays a whole warp: RPC_ARCH_SIMT 0,
  *          every warp operation is the identity.
  *   nvptx  (clang, __NVPTX__): volatile loads/stores, __nvvm_membar_sys(),
- *          __nvvm_atom_sys_xor_gen_i for the flip (clang-16's NVPTX backend
+ *          red.sys.xor (inline PTX) for the flip (clang-16's NVPTX backend
  *          cannot select an atomic store to global memory, see
  *          docs/rpc-protocol.md); warp operations are the *_sync builtins.
  *   amdgcn (clang, __AMDGPU__): __atomic_* builtins (system scope on amdgcn)
@@ -260,8 +260,9 @@ static inline void rpc_arch_flip(uint64_t mask, rpc_word_t *word, uint32_t bit)
 {
     __nvvm_membar_sys();
     rpc_arch_sync(mask);
+    /* A reduction: the lane does not wait for the old value to come back over the link. */
     if (rpc_arch_is_first_lane(mask))
-        (void)__nvvm_atom_sys_xor_gen_i((int *)word, (int)bit);
+        __asm__ volatile("red.sys.xor.b32 [%0], %1;" ::"l"(word), "r"(bit) : "memory");
     rpc_arch_sync(mask);
 }
 

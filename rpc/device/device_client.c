@@ -137,24 +137,16 @@ static void dev_ring(const struct tether_rpc_device_client *c)
  * Opens the caller's home port, waiting while it is busy.  One caller's calls
  * thus share one port, and a port carries one call at a time: a call starts
  * only after the server finished (and printed) the previous one, so the
- * output of fire-and-forget calls keeps the caller's order.  rpc.h opens the
- * first free port from a hint; a different port is closed again at once
- * (nothing was sent on it, the server never sees it).
+ * output of fire-and-forget calls keeps the caller's order.
  */
 static rpc_port_t dev_open_home(struct tether_rpc_device_client *c, uint32_t opcode, uint64_t mask)
 {
     uint32_t home = dev_broadcast(mask, dev_caller_id()) % c->client.process.ports;
     uint32_t spins = 0;
     rpc_port_t port;
-    for (;;) {
-        bool got = rpc_client_try_open(&c->client, opcode, mask, home, &port);
-        if (got) {
-            if (rpc_port_index(&port) == home)
-                return port;
-            rpc_client_close(&c->client, &port);
-        }
+    while (!rpc_client_try_open_port(&c->client, opcode, mask, home, &port))
         rpc_arch_backoff(&spins);
-    }
+    return port;
 }
 
 static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, uint64_t mask,

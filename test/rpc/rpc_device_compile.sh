@@ -55,7 +55,7 @@ nvptx|amdgcn)
 esac
 case $target in
 nvptx)
-    check "atom.sys.xor.b32"   # W3 flip, system scope
+    check "red.sys.xor.b32"    # W3 flip, system scope (a reduction: no value comes back)
     check "membar.sys"          # W2/W3 fences
     check "ld.volatile"         # W1 relaxed system-scope loads
     check "shfl.sync.idx"       # warp-uniform mailbox values

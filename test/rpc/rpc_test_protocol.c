@@ -241,6 +241,25 @@ static void test_scan_order(uint32_t ports)
         rpc_server_close(&p.server, &sp);
     }
 
+    if (ports >= 4) {
+        /* One given port: taken only when free and client-owned, never another one. */
+        uint32_t h = ports - 3;
+        rpc_port_t x, y;
+        CHECK(rpc_client_try_open_port(&p.client, 4, 1, h, &x) && rpc_port_index(&x) == h);
+        CHECK(!rpc_client_try_open_port(&p.client, 4, 1, h, &y)); /* locked */
+        CHECK(rpc_client_try_send(&p.client, &x, put, &v));
+        rpc_client_close(&p.client, &x);
+        CHECK(!rpc_client_try_open_port(&p.client, 4, 1, h, &y)); /* the server's turn */
+        CHECK(rpc_client_try_open_port(&p.client, 4, 1, h + 1, &y) && rpc_port_index(&y) == h + 1);
+        rpc_client_close(&p.client, &y);
+        CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_index(&sp) == h);
+        CHECK(rpc_port_opcode(&sp) == 4);
+        CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
+        rpc_server_close(&p.server, &sp);
+        CHECK(rpc_client_try_open_port(&p.client, 4, 1, h, &x) && rpc_port_index(&x) == h);
+        rpc_client_close(&p.client, &x);
+    }
+
     /* Every port taken: open fails, and succeeds again after one close. */
     rpc_port_t *all = calloc(ports, sizeof(*all));
     CHECK(all);
