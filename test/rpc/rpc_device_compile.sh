@@ -56,7 +56,7 @@ esac
 case $target in
 nvptx)
     check "red.sys.xor.b32"    # W3 flip, system scope (a reduction: no value comes back)
-    check "membar.sys"          # W2/W3 fences
+    check "fence.acq_rel.sys"   # W2/W3 fences (acquire and release patterns)
     check "ld.volatile"         # W1 relaxed system-scope loads
     check "shfl.sync.idx"       # warp-uniform mailbox values
     ;;
