@@ -23,7 +23,7 @@
 #define CUDA_MAX_INITIAL 1024
 #define CUDA_DEFAULT_THREADS 128 /* LLVM 16 NVPTX GV_Default_WG_Size */
 #define CUDA_RPC_PORTS 16384
-#define CUDA_DEFAULT_TEAMS 3200  /* LLVM 16 NVPTX GV_Default_Num_Teams */
+#define CUDA_DEFAULT_TEAMS 3200 /* LLVM 16 NVPTX GV_Default_Num_Teams */
 
 extern const struct plugin_ops plugin_backend_ops;
 

@@ -17,7 +17,9 @@ static void live_phase(void)
     int fails = 0, corrupt = 0;
 
 #pragma omp target teams distribute parallel for num_teams(BENCH_PRINTF_TEAMS)                     \
-    thread_limit(BENCH_PRINTF_THREADS) map(tofrom : fails) map(from : live)
+    thread_limit(BENCH_PRINTF_THREADS) map(tofrom                                                  \
+                                           : fails) map(from                                       \
+                                                        : live)
     for (int i = 0; i < BENCH_PRINTF_LINES; i++) {
         char *p = malloc(BENCH_LIVE_BYTES);
         live[i] = (uintptr_t)p;
@@ -30,7 +32,9 @@ static void live_phase(void)
         p[BENCH_LIVE_BYTES - 1] = (char)(i >> 8);
     }
 #pragma omp target teams distribute parallel for num_teams(BENCH_PRINTF_TEAMS)                     \
-    thread_limit(BENCH_PRINTF_THREADS) map(tofrom : corrupt) map(to : live)
+    thread_limit(BENCH_PRINTF_THREADS) map(tofrom                                                  \
+                                           : corrupt) map(to                                       \
+                                                          : live)
     for (int i = 0; i < BENCH_PRINTF_LINES; i++) {
         char *p = (char *)live[i];
         if (p == NULL)
