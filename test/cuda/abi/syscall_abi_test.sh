@@ -3,7 +3,9 @@
 # CPU-side ctest (test/cuda's simulated GPU), syscall_probe.c for sm_90:
 #   1. with own_malloc.c, a separately compiled global malloc/free: tether's CUDA plugin refuses
 #      the image, naming -foffload-lto;
-#   2. with libtether-device.a and -foffload-lto: no such refusal.
+#   2. with libtether-device.a but without -foffload-lto (the library's definitions stay global,
+#      the program's calls use the system-call convention): refused the same way;
+#   3. with libtether-device.a and -foffload-lto: no such refusal.
 # Exits 77 (ctest SKIP_RETURN_CODE) when CUDA_PATH has no ptxas.
 set -uo pipefail
 root=${1:?} clang=${2:?} cuda=${3:?} devlib=${4:?} work=${5:?} plugins=${6:?} sim=${7:?}
@@ -16,8 +18,9 @@ failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 flags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda
   -march=sm_90 "--cuda-path=$cuda" -Wno-unknown-cuda-version -Wall -Werror)
-for mode in plain lto; do
+for mode in plain libplain lto; do
   extra=("$root/test/cuda/abi/own_malloc.c")
+  [ $mode = libplain ] && extra=(-L"$devlib" -ltether-device)
   [ $mode = lto ] && extra=(-foffload-lto -L"$devlib" -ltether-device)
   TMPDIR=$work "$clang" "${flags[@]}" "$root/test/cuda/abi/syscall_probe.c" "${extra[@]}" \
     -o "$work/probe-$mode" 2>"$work/build-$mode.txt"
@@ -29,10 +32,10 @@ for mode in plain lto; do
   echo "$mode: exit $?"
   sed 's/^/    /' "$work/run-$mode.err" | head -5
   if grep -q 'build and link the program with -foffload-lto' "$work/run-$mode.err"; then
-    [ $mode = plain ] || fail "the -foffload-lto image was refused"
+    [ $mode != lto ] || fail "the -foffload-lto image was refused"
   else
-    [ $mode = lto ] || fail "the image linked without -foffload-lto was not refused"
+    [ $mode = lto ] || fail "the $mode image (global malloc/free) was not refused"
   fi
 done
-[ $failed = 0 ] && echo "PASS: a global malloc/free is refused; the -foffload-lto image passes the check"
+[ $failed = 0 ] && echo "PASS: a global malloc/free (own or libtether-device.a without LTO) is refused; the -foffload-lto image passes the check"
 exit $failed
