@@ -67,6 +67,11 @@ enum tether_rpc_opcode {
 enum tether_rpc_stream {
     TETHER_RPC_STDOUT = 1,
     TETHER_RPC_STDERR = 2,
+    /* WRITE only: a uint64 follows the header, the host FILE * the device code was given (a
+     * target region receives the host's `stdout`/`stderr` values as firstprivate pointers);
+     * the server writes to its own out/err when it is the process's stdout/stderr, and drops
+     * the bytes with a diagnostic for any other stream. */
+    TETHER_RPC_HOST_FILE = 3,
 };
 
 /*

@@ -45,6 +45,8 @@ int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *ar
                                 uint64_t args_len);
 int tether_device_vprintf_cuda(const char *fmt, const void *args);
 int tether_device_write(uint32_t stream, const void *bytes, uint64_t n, bool newline);
+/* WRITE to a host FILE * value (TETHER_RPC_HOST_FILE): GPU fputs/fwrite/fputc. */
+int tether_device_write_file(uint64_t file, const void *bytes, uint64_t n, bool newline);
 void tether_device_exit(int status) __attribute__((noreturn));
 void tether_device_abort(void) __attribute__((noreturn));
 void *tether_device_malloc(uint64_t size);

@@ -6,7 +6,8 @@
  * NVIDIA: clang-16 lowers printf in target regions to the device runtime's
  * __llvm_omp_vprintf, which calls CUDA's `vprintf(fmt, argbuf)`; nvlink binds
  * that, `malloc` and `free` to the definitions here instead of the driver's.
- * Also defined: calloc, realloc, aligned_alloc, puts, exit, abort.
+ * Also defined: calloc, realloc, aligned_alloc, puts, fputs, fwrite, fputc, putc, putchar,
+ * fflush, exit, abort (GPUs: stdio to the host's stdout/stderr, see TETHER_RPC_HOST_FILE).
  * AMD (clang-16): printf ends in the device runtime (it returns -1 there and
  * cannot be replaced); malloc/free/calloc/realloc/puts/exit/abort are ours.
  * x86_64 offload: the image is a shared object linked -Bsymbolic, so these
@@ -77,6 +78,55 @@ int puts(const char *s)
     while (s[n] != '\0')
         n++;
     return tether_device_write(TETHER_RPC_STDOUT, s, n, true);
+}
+
+/* stdio to a FILE: a target region receives the host's `stdout`/`stderr` values (firstprivate
+ * pointers), which the server recognises; EOF is returned only when no server is attached.
+ * (fprintf is variadic, which clang-16 cannot compile for a GPU: use printf, or fputs.) */
+int fputs(const char *s, void *f);
+size_t fwrite(const void *ptr, size_t size, size_t n, void *f);
+int fputc(int c, void *f);
+int putc(int c, void *f);
+int putchar(int c);
+int fflush(void *f);
+
+int fputs(const char *s, void *f)
+{
+    uint64_t n = 0;
+    while (s[n] != '\0')
+        n++;
+    return tether_device_write_file((uint64_t)(uintptr_t)f, s, n, false) < 0 ? -1 : 0;
+}
+
+size_t fwrite(const void *ptr, size_t size, size_t n, void *f)
+{
+    if (size == 0 || n == 0)
+        return 0;
+    return tether_device_write_file((uint64_t)(uintptr_t)f, ptr, (uint64_t)size * n, false) < 0 ? 0
+                                                                                                : n;
+}
+
+int fputc(int c, void *f)
+{
+    unsigned char b = (unsigned char)c;
+    return tether_device_write_file((uint64_t)(uintptr_t)f, &b, 1, false) < 0 ? -1 : b;
+}
+
+int putc(int c, void *f)
+{
+    return fputc(c, f);
+}
+
+int putchar(int c)
+{
+    unsigned char b = (unsigned char)c;
+    return tether_device_write(TETHER_RPC_STDOUT, &b, 1, false) < 0 ? -1 : b;
+}
+
+int fflush(void *f)
+{
+    (void)f;
+    return 0; /* the server flushes at least every millisecond and after each kernel */
 }
 
 void exit(int status)

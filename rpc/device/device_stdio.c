@@ -141,6 +141,17 @@ int tether_device_vprintf_cuda(const char *fmt, const void *args)
     return tether_device_printf_packed(TETHER_RPC_STDOUT, fmt, args, size);
 }
 
+int tether_device_write_file(uint64_t file, const void *bytes, uint64_t n, bool newline)
+{
+    struct tether_rpc_write_hdr hdr = {TETHER_RPC_HOST_FILE, newline ? 1u : 0u};
+    struct dev_iov iov[3] = {
+        {&hdr, sizeof hdr}, {&file, sizeof file}, {bytes, bytes == (const void *)0 ? 0 : n}};
+    if (!tether_device_call(TETHER_RPC_OP_WRITE, iov, 3, false, (void *)0, 0, (uint64_t *)0,
+                            (uint32_t *)0))
+        return -1;
+    return (int)(n > 0x7fffffff ? 0x7fffffff : n);
+}
+
 int tether_device_write(uint32_t stream, const void *bytes, uint64_t n, bool newline)
 {
     struct tether_rpc_write_hdr hdr = {stream, newline ? 1u : 0u};

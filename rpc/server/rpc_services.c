@@ -70,6 +70,27 @@ static void serve_write(struct tether_rpc_server *srv, const struct srv_msg *m)
     const unsigned char *bytes = m->data + sizeof hdr;
     size_t n = m->have - sizeof hdr;
     FILE *f = stream_of(srv, hdr.stream);
+    if (hdr.stream == TETHER_RPC_HOST_FILE) {
+        /* The device's FILE * is a value of this process's stdout/stderr, or garbage. */
+        uint64_t file;
+        if (n < sizeof file) {
+            atomic_fetch_add(&srv->st_malformed, 1);
+            srv_diag(srv, "write to a host FILE without the FILE pointer");
+            return;
+        }
+        memcpy(&file, bytes, sizeof file);
+        bytes += sizeof file;
+        n -= sizeof file;
+        if (file == (uint64_t)(uintptr_t)stdout) {
+            f = srv->out;
+        } else if (file == (uint64_t)(uintptr_t)stderr) {
+            f = srv->err;
+        } else {
+            srv_diag(srv, "device wrote %zu bytes to FILE %#llx: only stdout and stderr are served",
+                     n, (unsigned long long)file);
+            return;
+        }
+    }
     if (hdr.newline) {
         /* puts: text and newline in one write. */
         srv->text.len = 0;

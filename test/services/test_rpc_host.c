@@ -287,13 +287,23 @@ static void test_write(void)
     tether_device_write(TETHER_RPC_STDERR, "to stderr\n", 10, false);
     tether_device_write(TETHER_RPC_STDOUT, "raw bytes\0with nul|", 19, false);
     tether_device_write(TETHER_RPC_STDOUT, "", 0, true);
+    /* GPU fputs/fwrite: the host's FILE * values, mapped to the server's streams. */
+    tether_device_write_file((uint64_t)(uintptr_t)stdout, "file out|", 9, false);
+    tether_device_write_file((uint64_t)(uintptr_t)stderr, "file err\n", 9, false);
+    tether_device_write_file(0x1234, "dropped", 7, false);
     dprintf_("%s\n", "after");
     tether_rpc_server_kernel_finished(rig.srv);
     size_t len;
     char *out = slurp(rig.out, &len);
     char *err = slurp(rig.err, &len);
-    CHECK(memcmp(out, "hello\nraw bytes\0with nul|\nafter\n", 32) == 0, "stdout: \"%s\"", out);
-    CHECK(strcmp(err, "to stderr\n") == 0, "stderr: \"%s\"", err);
+    CHECK(memcmp(out, "hello\nraw bytes\0with nul|\nfile out|after\n", 41) == 0, "stdout: \"%s\"",
+          out);
+    CHECK(strncmp(err, "to stderr\nfile err\n", 19) == 0, "stderr: \"%s\"", err);
+    CHECK(strstr(err, "device wrote 7 bytes to FILE 0x1234: only stdout and stderr are served") !=
+              NULL,
+          "no diagnostic for an unknown FILE: \"%s\"", err);
+    CHECK(strstr(out, "dropped") == NULL && strstr(err, "dropped") == NULL,
+          "bytes to 0x1234 written");
     free(out);
     free(err);
     tether_rpc_server_kernel_started(rig.srv);
