@@ -191,9 +191,19 @@ static inline void rpc_arch_pause(void)
 #endif
 }
 
+/* Polls without sleeping first: each poll of host memory is already a round trip over the link
+ * (~1 us), and nanosleep's real granularity is coarse; a waiter that keeps waiting then sleeps,
+ * so thousands of waiting threads do not flood the link. */
+#ifndef RPC_NVPTX_SPINS
+#define RPC_NVPTX_SPINS 64
+#endif
+
 static inline void rpc_arch_backoff(uint32_t *spins)
 {
-    (void)spins;
+    if (*spins < RPC_NVPTX_SPINS) {
+        ++*spins;
+        return;
+    }
     rpc_arch_pause();
 }
 

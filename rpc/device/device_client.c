@@ -38,6 +38,43 @@ static void dev_copy(void *dst, const void *src, uint64_t n)
         __builtin_memcpy(dst, src, n);
 }
 
+/* ---- packets ------------------------------------------------------------------------------ */
+
+/* A lane buffer lives in host memory, a link round trip away from a GPU: move a packet with
+ * four 16-byte accesses issued together.  Buffers are 64-byte aligned (RPC_ALIGN). */
+#if RPC_ARCH_SIMT
+typedef unsigned long long dev_v2u64 __attribute__((ext_vector_type(2)));
+#endif
+
+static void dev_packet_store(struct rpc_buffer *buffer, const uint64_t *pkt)
+{
+#if RPC_ARCH_SIMT
+    dev_v2u64 *dst = (dev_v2u64 *)buffer->data;
+    const dev_v2u64 *src = (const dev_v2u64 *)pkt;
+    for (int i = 0; i < 4; i++)
+        dst[i] = src[i];
+#else
+    __builtin_memcpy(buffer->data, pkt, RPC_BUFFER_SIZE);
+#endif
+}
+
+static void dev_packet_load(uint64_t *pkt, const struct rpc_buffer *buffer)
+{
+#if RPC_ARCH_SIMT
+    /* Plain loads, issued together (one round trip); the acquire fence after the flag read
+     * keeps them from seeing an older packet. */
+    const dev_v2u64 *src = (const dev_v2u64 *)buffer->data;
+    dev_v2u64 v0 = src[0], v1 = src[1], v2 = src[2], v3 = src[3];
+    dev_v2u64 *dst = (dev_v2u64 *)pkt;
+    dst[0] = v0;
+    dst[1] = v1;
+    dst[2] = v2;
+    dst[3] = v3;
+#else
+    __builtin_memcpy(pkt, buffer->data, RPC_BUFFER_SIZE);
+#endif
+}
+
 /* ---- sending ------------------------------------------------------------------------------ */
 
 /* Sender state of one message: the stream [u64 length][iov pieces]. */
@@ -55,7 +92,8 @@ struct dev_tx {
 static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
     struct dev_tx *tx = (struct dev_tx *)arg;
-    unsigned char *dst = (unsigned char *)buffer->data;
+    _Alignas(16) uint64_t pkt[RPC_BUFFER_SIZE / 8] = {0};
+    unsigned char *dst = (unsigned char *)pkt;
     uint64_t n = 0;
     (void)lane;
     if (tx->sent >= 8 + tx->len)
@@ -77,6 +115,7 @@ static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
             tx->off = 0;
         }
     }
+    dev_packet_store(buffer, pkt);
     tx->sent += RPC_BUFFER_SIZE;
 }
 
@@ -91,13 +130,22 @@ struct dev_rx {
     unsigned char head[16];
 };
 
+#if defined(TETHER_DEVICE_PROFILE)
+void tether_device_profile_mark(int phase);
+#endif
+
 static void rx_use(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
     struct dev_rx *rx = (struct dev_rx *)arg;
-    const unsigned char *src = (const unsigned char *)buffer->data;
+#if defined(TETHER_DEVICE_PROFILE)
+    tether_device_profile_mark(5); /* the answer's flip was seen */
+#endif
     (void)lane;
     if (rx->got > 0 && rx->got >= 8 + rx->len)
         return;
+    _Alignas(16) uint64_t pkt[RPC_BUFFER_SIZE / 8];
+    dev_packet_load(pkt, buffer);
+    const unsigned char *src = (const unsigned char *)pkt;
     for (uint64_t k = 0; k < RPC_BUFFER_SIZE; k++) {
         uint64_t s = rx->got + k; /* stream offset */
         if (s < 16) {
@@ -149,6 +197,14 @@ static rpc_port_t dev_open_home(struct tether_rpc_device_client *c, uint32_t opc
     return port;
 }
 
+/* Phase marks for test/cuda/probe/rpc_phases.c, which compiles this library into itself with
+ * TETHER_DEVICE_PROFILE and defines the hook; nothing in normal builds. */
+#if defined(TETHER_DEVICE_PROFILE)
+#define DEV_PROF_(phase) tether_device_profile_mark(phase)
+#else
+#define DEV_PROF_(phase) ((void)0)
+#endif
+
 static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, uint64_t mask,
                           const struct dev_iov *iov, uint32_t niov, bool answer, void *dst,
                           uint64_t cap, uint64_t *len_p, uint32_t *status_p)
@@ -157,7 +213,9 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
     for (uint32_t k = 0; k < niov; k++)
         tx.len += iov[k].len;
 
+    DEV_PROF_(0);
     rpc_port_t port = dev_open_home(c, opcode, mask);
+    DEV_PROF_(1);
     bool first = true;
     do {
         rpc_client_send(&c->client, &port, tx_fill, &tx);
@@ -166,6 +224,7 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
             first = false;
         }
     } while (rpc_arch_any(mask, tx.sent < 8 + tx.len));
+    DEV_PROF_(2);
 
     if (answer) {
         struct dev_rx rx;
@@ -176,6 +235,7 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
         do {
             rpc_client_recv(&c->client, &port, rx_use, &rx);
         } while (rpc_arch_any(mask, rx.got < 8 + rx.len));
+        DEV_PROF_(3);
         struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
         if (rx.len >= sizeof ans)
             dev_copy(&ans, rx.head + 8, sizeof ans);
@@ -183,6 +243,7 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
         *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
     }
     rpc_client_close(&c->client, &port);
+    DEV_PROF_(4);
 }
 
 bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,

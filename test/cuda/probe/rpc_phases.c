@@ -1,0 +1,67 @@
+/*
+ * rpc_phases.c - where the time of a one-packet RPC round trip goes on the GPU: the device
+ * library is compiled into this program (rpc_phases_lib.c) with TETHER_DEVICE_PROFILE, whose marks
+ * in dev_call_port add the clock64() cycles of each phase (open the home port, send, wait for and
+ * read the answer, close) into a device array.  Prints cycles per call and phase, and the
+ * globaltimer nanoseconds per call for scale.  Build (here) and run (there, through tether's
+ * plugin, with the device bundle's runtime): test/cuda/probe/build_rpc_phases.sh OUT
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tether/rpc.h"
+
+#define OP_ECHO 0x8100u
+#define ROUNDS 20000
+
+#pragma omp declare target
+extern uint64_t prof_cycles[8];
+#pragma omp end declare target
+
+static tether_status_t echo(void *user, const struct tether_rpc_request *req,
+                            struct tether_rpc_reply *reply)
+{
+    (void)user;
+    return tether_rpc_reply_append(reply, req->data, req->size);
+}
+
+int main(void)
+{
+    if (tether_rpc_register_user(OP_ECHO, echo, NULL) != TETHER_OK) {
+        fprintf(stderr, "rpc_phases: no tether plugin\n");
+        return 1;
+    }
+    uint64_t ns = 0, bad = 0, cycles[8] = {0};
+    for (int pass = 0; pass < 2; pass++) {
+#pragma omp target map(tofrom : ns, bad) map(from : cycles)
+        {
+            for (int k = 0; k < 8; k++)
+                prof_cycles[k] = 0;
+            uint64_t t0 = 0, t1 = 0;
+#if defined(__NVPTX__)
+            __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+#endif
+            for (int i = 0; i < ROUNDS; i++) {
+                uint32_t in = (uint32_t)i, out = 0;
+                if (tether_rpc_call(OP_ECHO, &in, sizeof in, &out, sizeof out) != 4 || out != in)
+                    bad++;
+            }
+#if defined(__NVPTX__)
+            __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+#endif
+            ns = t1 - t0;
+            for (int k = 0; k < 8; k++)
+                cycles[k] = prof_cycles[k];
+        }
+    }
+    uint64_t total = cycles[1] + cycles[2] + cycles[3] + cycles[4] + cycles[5];
+    printf("rpc_phases: %d calls, %lu wrong, %.2f us per call (globaltimer)\n", ROUNDS,
+           (unsigned long)bad, (double)ns / ROUNDS / 1e3);
+    const char *names[6] = {"",      "open home port",
+                            "send",  "read the answer after its flip",
+                            "close", "wait for the answer's flip"};
+    for (int k = 1; k < 6; k++)
+        printf("rpc_phases: %-20s %8.0f cycles per call (%4.1f%%)\n", names[k],
+               (double)cycles[k] / ROUNDS, 100.0 * (double)cycles[k] / (double)(total ? total : 1));
+    return bad != 0;
+}
