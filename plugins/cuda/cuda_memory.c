@@ -143,6 +143,20 @@ static tether_status_t cuda_copy_finish(struct cuda_device *cd, CUstream stream,
     return rc;
 }
 
+/* The stream of a host<->device copy; pageable host memory (no host_dev) on a queue waits for
+ * the queue's stream first (cuda_stream_wait_idle). */
+static tether_status_t cuda_host_copy_stream(struct cuda_device *cd, struct plugin_queue *queue,
+                                             const void *host_dev, CUstream *stream_p,
+                                             bool *borrowed_p, struct tether_error *err)
+{
+    tether_status_t rc = cuda_copy_stream(cd, queue, stream_p, borrowed_p, err);
+
+    if (rc == TETHER_OK && host_dev == NULL && queue != NULL) {
+        rc = cuda_stream_wait_idle(cd, *stream_p, err);
+    }
+    return rc;
+}
+
 tether_status_t cuda_memcpy_h2d(struct plugin_device *dev, void *dst, const void *src, size_t size,
                                 const void *host_dev, struct plugin_queue *queue,
                                 struct tether_error *err)
@@ -150,17 +164,10 @@ tether_status_t cuda_memcpy_h2d(struct plugin_device *dev, void *dst, const void
     struct cuda_device *cd = cuda_device_of(dev);
     CUstream stream;
     bool borrowed;
-    tether_status_t rc;
+    tether_status_t rc = cuda_host_copy_stream(cd, queue, host_dev, &stream, &borrowed, err);
 
-    rc = cuda_copy_stream(cd, queue, &stream, &borrowed, err);
     if (rc != TETHER_OK) {
         return rc;
-    }
-    if (host_dev == NULL && queue != NULL) {
-        rc = cuda_stream_wait_idle(cd, stream, err);
-        if (rc != TETHER_OK) {
-            return rc;
-        }
     }
     rc = CUDA_CALL(cd->drv, err, cuMemcpyHtoDAsync, cuda_dptr(dst), src, size, stream);
     return cuda_copy_finish(cd, stream, borrowed, rc, "host-to-device copy", size, err);
@@ -173,17 +180,10 @@ tether_status_t cuda_memcpy_d2h(struct plugin_device *dev, void *dst, const void
     struct cuda_device *cd = cuda_device_of(dev);
     CUstream stream;
     bool borrowed;
-    tether_status_t rc;
+    tether_status_t rc = cuda_host_copy_stream(cd, queue, host_dev, &stream, &borrowed, err);
 
-    rc = cuda_copy_stream(cd, queue, &stream, &borrowed, err);
     if (rc != TETHER_OK) {
         return rc;
-    }
-    if (host_dev == NULL && queue != NULL) {
-        rc = cuda_stream_wait_idle(cd, stream, err);
-        if (rc != TETHER_OK) {
-            return rc;
-        }
     }
     rc = CUDA_CALL(cd->drv, err, cuMemcpyDtoHAsync, dst, cuda_dptr(src), size, stream);
     return cuda_copy_finish(cd, stream, borrowed, rc, "device-to-host copy", size, err);
