@@ -666,6 +666,22 @@ static inline tether_status_t rpc_client_init(struct rpc_client *client, void *r
     return TETHER_OK;
 }
 
+/* A port the client just took: writes {lane_mask, opcode} into its header and makes the handle.
+ * Host: the header is written only when it changes, so a repeated call leaves its cache line
+ * shared by both sides.  A GPU always writes: its stores to host memory are posted, a read is a
+ * round trip over the link. */
+static inline rpc_port_t rpc_client_opened_(struct rpc_process *p, uint32_t index,
+                                            uint64_t lane_mask, uint32_t opcode, uint32_t out)
+{
+    struct rpc_header *header = &p->headers[index];
+    if (rpc_arch_is_first_lane(lane_mask) &&
+        (RPC_ARCH_SIMT || header->lane_mask != lane_mask || header->opcode != opcode)) {
+        header->lane_mask = lane_mask;
+        header->opcode = opcode;
+    }
+    return rpc_port_make_(p, index, lane_mask, opcode, out);
+}
+
 /* One sweep over all ports starting at port `hint % ports` (spread callers,
  * e.g. SM id or thread id): locks the first free port the client owns,
  * writes {lane_mask, opcode} into its header and returns true with *port_p
@@ -704,17 +720,7 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             free &= free - 1;
             if (!rpc_try_take_(p, lane_mask, index, &out))
                 continue;
-            /* Host: write the header only when it changes, so a repeated
-             * call leaves its cache line shared by both sides.  A GPU always
-             * writes: its stores to host memory are posted, a read is a
-             * round trip over the link. */
-            struct rpc_header *header = &p->headers[index];
-            if (rpc_arch_is_first_lane(lane_mask) &&
-                (RPC_ARCH_SIMT || header->lane_mask != lane_mask || header->opcode != opcode)) {
-                header->lane_mask = lane_mask;
-                header->opcode = opcode;
-            }
-            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out);
+            *port_p = rpc_client_opened_(p, index, lane_mask, opcode, out);
             return true;
         }
     }
@@ -734,13 +740,7 @@ static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t 
     uint32_t out;
     if (!rpc_try_take_(p, lane_mask, index, &out))
         return false;
-    struct rpc_header *header = &p->headers[index];
-    if (rpc_arch_is_first_lane(lane_mask) &&
-        (RPC_ARCH_SIMT || header->lane_mask != lane_mask || header->opcode != opcode)) {
-        header->lane_mask = lane_mask;
-        header->opcode = opcode;
-    }
-    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out);
+    *port_p = rpc_client_opened_(p, index, lane_mask, opcode, out);
     return true;
 }
 
