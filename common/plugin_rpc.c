@@ -18,8 +18,9 @@
  *   TETHER_RPC_PORTS          ports per image (default: the backend's limits.rpc_ports, else 64,
  *                             or 4 x CPUs, for the host backend and 4096 on GPUs; CUDA: 16384)
  *   TETHER_RPC_HEAP_RESERVE   bytes of device heap allocated at image load (default 0 on the
- *                             host, 256 MiB on GPUs: a CUDA allocation while a kernel runs may
- *                             wait for that kernel)
+ *                             host, 256 MiB on GPUs: the first chunks the device asks for come
+ *                             without a driver call; beyond it the server allocates while
+ *                             kernels run, see docs/rpc-services.md section 10)
  */
 #include <stdlib.h>
 #include <string.h>
