@@ -230,13 +230,18 @@ static inline uint64_t rpc_region_size(uint32_t ports, uint32_t lanes)
     return rpc_buffer_offset(ports) + (uint64_t)ports * lanes * RPC_BUFFER_SIZE;
 }
 
-/* Size in bytes of one side's lock bitmap (its own memory, zeroed, 4-byte
- * aligned, never shared with the other side); 0 when ports is not valid. */
+/* Size in bytes of one side's private bitmaps (its own memory, zeroed, 4-byte
+ * aligned, never shared with the other side); 0 when ports is not valid.
+ * Three bitmaps of one bit per port: the locks; "known", set by a client that
+ * closed a port it owned (its last step was a receive, so the server cannot
+ * flip that port before the client does); and the client's outbox bit at
+ * that close.  A client opening a known port needs no mailbox read: on a GPU
+ * that saves two reads of host memory, each a round trip over the link. */
 static inline uint64_t rpc_lock_size(uint32_t ports)
 {
     if (ports < 1 || ports > RPC_PORTS_MAX)
         return 0;
-    return (uint64_t)rpc_bitmap_words(ports) * sizeof(rpc_word_t);
+    return 3 * (uint64_t)rpc_bitmap_words(ports) * sizeof(rpc_word_t);
 }
 
 /* ---- process objects ---------------------------------------------------- */
@@ -417,6 +422,11 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
     uint32_t w = index / 32, bit = 1u << (index % 32);
     if (!rpc_arch_try_lock(mask, &process->locks[w], bit))
         return false;
+    if (!process->server && (rpc_arch_load(mask, &process->locks[process->words + w]) & bit)) {
+        /* Known client-owned since its last close: the outbox bit then is the one now. */
+        *out_p = (rpc_arch_load(mask, &process->locks[2 * process->words + w]) & bit) ? 1u : 0u;
+        return true;
+    }
     uint32_t in = rpc_arch_load(mask, &process->inbox[w]);
     uint32_t out = rpc_arch_load(mask, &process->outbox[w]);
     if ((((in ^ out) & bit) != 0) != (process->server != 0)) {
@@ -499,8 +509,17 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
      * fire-and-forget call, or a call whose last step was a recv). */
     if (process->server && (port->state_ & RPC_PS_OWNED))
         rpc_release_(process, port);
-    rpc_arch_unlock(port->lane_mask_, &process->locks[port->index_ / 32],
-                    1u << (port->index_ % 32));
+    uint32_t w = port->index_ / 32, bit = 1u << (port->index_ % 32);
+    if (!process->server) {
+        /* Still owned (nothing sent since the last receive, or since the open): the next
+         * opener may skip the mailbox reads.  After a send the server owns it: unknown. */
+        bool owned = (port->state_ & RPC_PS_OWNED) != 0;
+        if (owned)
+            rpc_arch_mark(port->lane_mask_, &process->locks[2 * process->words + w], bit,
+                          (port->state_ & RPC_PS_OUT) != 0);
+        rpc_arch_mark(port->lane_mask_, &process->locks[process->words + w], bit, owned);
+    }
+    rpc_arch_unlock(port->lane_mask_, &process->locks[w], bit);
     port->state_ = 0;
 }
 

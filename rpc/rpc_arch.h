@@ -179,6 +179,17 @@ static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit
     atomic_fetch_and_explicit(word, ~bit, memory_order_release);
 }
 
+/* Sets (set) or clears one bit of a word of this side's private bitmaps, relaxed: the caller
+ * holds the port's lock, whose acquire and release order it. */
+static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, bool set)
+{
+    (void)mask;
+    if (set)
+        atomic_fetch_or_explicit(word, bit, memory_order_relaxed);
+    else
+        atomic_fetch_and_explicit(word, ~bit, memory_order_relaxed);
+}
+
 /* ------------------------------------------------------------------------ */
 #elif defined(RPC_ARCH_NVPTX)
 
@@ -307,6 +318,18 @@ static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit
     rpc_arch_sync(mask);
 }
 
+static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, bool set)
+{
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask)) {
+        if (set)
+            (void)__nvvm_atom_or_gen_i((int *)word, (int)bit);
+        else
+            (void)__nvvm_atom_and_gen_i((int *)word, (int)~bit);
+    }
+    rpc_arch_sync(mask);
+}
+
 /* ------------------------------------------------------------------------ */
 #elif defined(RPC_ARCH_AMDGCN)
 
@@ -407,6 +430,18 @@ static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit
     rpc_arch_sync(mask);
     if (rpc_arch_is_first_lane(mask))
         (void)__atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    rpc_arch_sync(mask);
+}
+
+static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, bool set)
+{
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask)) {
+        if (set)
+            (void)__atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
+        else
+            (void)__atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    }
     rpc_arch_sync(mask);
 }
 
