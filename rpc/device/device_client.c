@@ -64,12 +64,9 @@ static void dev_packet_load(uint64_t *pkt, const struct rpc_buffer *buffer)
     /* Plain loads, issued together (one round trip); the acquire fence after the flag read
      * keeps them from seeing an older packet. */
     const dev_v2u64 *src = (const dev_v2u64 *)buffer->data;
-    dev_v2u64 v0 = src[0], v1 = src[1], v2 = src[2], v3 = src[3];
     dev_v2u64 *dst = (dev_v2u64 *)pkt;
-    dst[0] = v0;
-    dst[1] = v1;
-    dst[2] = v2;
-    dst[3] = v3;
+    for (int i = 0; i < 4; i++)
+        dst[i] = src[i];
 #else
     __builtin_memcpy(pkt, buffer->data, RPC_BUFFER_SIZE);
 #endif
@@ -130,16 +127,19 @@ struct dev_rx {
     unsigned char head[16];
 };
 
+/* Phase marks for test/cuda/probe/rpc_phases.c, which compiles this library into itself with
+ * TETHER_DEVICE_PROFILE and defines the hook; nothing in normal builds. */
 #if defined(TETHER_DEVICE_PROFILE)
 void tether_device_profile_mark(int phase);
+#define DEV_PROF_(phase) tether_device_profile_mark(phase)
+#else
+#define DEV_PROF_(phase) ((void)0)
 #endif
 
 static void rx_use(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
     struct dev_rx *rx = (struct dev_rx *)arg;
-#if defined(TETHER_DEVICE_PROFILE)
-    tether_device_profile_mark(5); /* the answer's flip was seen */
-#endif
+    DEV_PROF_(5); /* the answer's flip was seen */
     (void)lane;
     if (rx->got > 0 && rx->got >= 8 + rx->len)
         return;
@@ -196,14 +196,6 @@ static rpc_port_t dev_open_home(struct tether_rpc_device_client *c, uint32_t opc
         rpc_arch_backoff(&spins);
     return port;
 }
-
-/* Phase marks for test/cuda/probe/rpc_phases.c, which compiles this library into itself with
- * TETHER_DEVICE_PROFILE and defines the hook; nothing in normal builds. */
-#if defined(TETHER_DEVICE_PROFILE)
-#define DEV_PROF_(phase) tether_device_profile_mark(phase)
-#else
-#define DEV_PROF_(phase) ((void)0)
-#endif
 
 static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, uint64_t mask,
                           const struct dev_iov *iov, uint32_t niov, bool answer, void *dst,

@@ -4,8 +4,9 @@
  * host build).
  *
  * NVIDIA: clang-16 lowers printf in target regions to the device runtime's
- * __llvm_omp_vprintf, which calls CUDA's `vprintf(fmt, argbuf)`; nvlink binds
- * that, `malloc` and `free` to the definitions here instead of the driver's.
+ * __llvm_omp_vprintf, which calls CUDA's `vprintf(fmt, argbuf)`; linked with
+ * -foffload-lto (required: docs/rpc-services.md section 1) that, `malloc` and
+ * `free` bind to the definitions here instead of the driver's.
  * Also defined: calloc, realloc, aligned_alloc, puts, fputs, fwrite, fputc, putc, putchar,
  * fflush, exit, abort (GPUs: stdio to the host's stdout/stderr, see TETHER_RPC_HOST_FILE).
  * AMD (clang-16): printf ends in the device runtime (it returns -1 there and

@@ -141,25 +141,32 @@ int tether_device_vprintf_cuda(const char *fmt, const void *args)
     return tether_device_printf_packed(TETHER_RPC_STDOUT, fmt, args, size);
 }
 
-int tether_device_write_file(uint64_t file, const void *bytes, uint64_t n, bool newline)
+/* One WRITE call: the header, the host FILE * when `file` is given (TETHER_RPC_HOST_FILE),
+ * the bytes. */
+static int dev_write(uint32_t stream, const uint64_t *file, const void *bytes, uint64_t n,
+                     bool newline)
 {
-    struct tether_rpc_write_hdr hdr = {TETHER_RPC_HOST_FILE, newline ? 1u : 0u};
-    struct dev_iov iov[3] = {
-        {&hdr, sizeof hdr}, {&file, sizeof file}, {bytes, bytes == (const void *)0 ? 0 : n}};
-    if (!tether_device_call(TETHER_RPC_OP_WRITE, iov, 3, false, (void *)0, 0, (uint64_t *)0,
+    struct tether_rpc_write_hdr hdr = {stream, newline ? 1u : 0u};
+    struct dev_iov iov[3];
+    uint32_t niov = 0;
+    iov[niov++] = (struct dev_iov){&hdr, sizeof hdr};
+    if (file != (const uint64_t *)0)
+        iov[niov++] = (struct dev_iov){file, sizeof *file};
+    iov[niov++] = (struct dev_iov){bytes, bytes == (const void *)0 ? 0 : n};
+    if (!tether_device_call(TETHER_RPC_OP_WRITE, iov, niov, false, (void *)0, 0, (uint64_t *)0,
                             (uint32_t *)0))
         return -1;
     return (int)(n > 0x7fffffff ? 0x7fffffff : n);
 }
 
+int tether_device_write_file(uint64_t file, const void *bytes, uint64_t n, bool newline)
+{
+    return dev_write(TETHER_RPC_HOST_FILE, &file, bytes, n, newline);
+}
+
 int tether_device_write(uint32_t stream, const void *bytes, uint64_t n, bool newline)
 {
-    struct tether_rpc_write_hdr hdr = {stream, newline ? 1u : 0u};
-    struct dev_iov iov[2] = {{&hdr, sizeof hdr}, {bytes, bytes == (const void *)0 ? 0 : n}};
-    if (!tether_device_call(TETHER_RPC_OP_WRITE, iov, 2, false, (void *)0, 0, (uint64_t *)0,
-                            (uint32_t *)0))
-        return -1;
-    return (int)(n > 0x7fffffff ? 0x7fffffff : n);
+    return dev_write(stream, (const uint64_t *)0, bytes, n, newline);
 }
 
 #if !RPC_ARCH_SIMT
