@@ -164,15 +164,21 @@ struct rpc_buffer {
     uint64_t data[RPC_BUFFER_SIZE / 8];
 };
 
-/* Per-port header, written by the client at open, read by the server. */
+/* Per-port header.  {lane_mask, opcode, seq}: written by the client at open, read by the
+ * server.  head: the answer notice (ANSWER HEADS above): the server stores it right after each
+ * send's flip, the client clears it before each of its own flips. */
 struct rpc_header {
     uint64_t lane_mask;
     uint32_t opcode;
-    uint32_t reserved;
+    uint32_t seq;
+    rpc_head_word_t head[2];
 };
 
+/* Bits of payload in each head word (the low 16 bits hold the tag). */
+#define RPC_HEAD_BITS 48u
+
 _Static_assert(sizeof(struct rpc_buffer) == RPC_BUFFER_SIZE, "rpc_buffer layout");
-_Static_assert(sizeof(struct rpc_header) == 16, "rpc_header layout");
+_Static_assert(sizeof(struct rpc_header) == 32, "rpc_header layout");
 _Static_assert(sizeof(rpc_word_t) == 4, "mailbox words are 32 bits");
 _Static_assert(RPC_PORTS_MAX % 32 == 0, "bitmap words");
 
@@ -230,18 +236,19 @@ static inline uint64_t rpc_region_size(uint32_t ports, uint32_t lanes)
     return rpc_buffer_offset(ports) + (uint64_t)ports * lanes * RPC_BUFFER_SIZE;
 }
 
-/* Size in bytes of one side's private bitmaps (its own memory, zeroed, 4-byte
- * aligned, never shared with the other side); 0 when ports is not valid.
- * Three bitmaps of one bit per port: the locks; "known", set by a client that
- * closed a port it owned (its last step was a receive, so the server cannot
- * flip that port before the client does); and the client's outbox bit at
- * that close.  A client opening a known port needs no mailbox read: on a GPU
- * that saves two reads of host memory, each a round trip over the link. */
+/* Size in bytes of one side's private memory (its own, zeroed, 4-byte aligned, never shared
+ * with the other side); 0 when ports is not valid.  Three bitmaps of one bit per port: the
+ * locks; "known", set by a client that closed a port it owned (its last step was a receive, so
+ * the server cannot flip that port before the client does); and the client's outbox bit at
+ * that close.  A client opening a known port needs no mailbox read: on a GPU that saves two
+ * reads of host memory, each a round trip over the link.  Then one byte per port: the client's
+ * call count of the port (the seq of ANSWER HEADS). */
 static inline uint64_t rpc_lock_size(uint32_t ports)
 {
     if (ports < 1 || ports > RPC_PORTS_MAX)
         return 0;
-    return 3 * (uint64_t)rpc_bitmap_words(ports) * sizeof(rpc_word_t);
+    return 3 * (uint64_t)rpc_bitmap_words(ports) * sizeof(rpc_word_t) +
+           (((uint64_t)ports + 3) & ~(uint64_t)3);
 }
 
 /* ---- process objects ---------------------------------------------------- */
@@ -278,13 +285,16 @@ struct rpc_server {
  * checked builds `key_` ties the handle to its process object and index. */
 typedef struct rpc_port {
     uint64_t lane_mask_;
+    uint64_t head_[2]; /* server: payload of the next send's head; client: of the last recv's */
     uint32_t index_;
     uint32_t opcode_;
     uint32_t state_;
     uint32_t key_;
+    uint32_t seq_; /* the call's seq (header) */
+    uint32_t reserved_;
 } rpc_port_t;
 
-_Static_assert(sizeof(rpc_port_t) == 24, "rpc_port layout");
+_Static_assert(sizeof(rpc_port_t) == 48, "rpc_port layout");
 
 /* Per-lane callback of send/recv: `buffer` is lane `lane`'s 64 bytes, owned by
  * the caller for the duration of the call. */
@@ -358,13 +368,38 @@ static inline bool rpc_acquire_(struct rpc_process *process, rpc_port_t *port)
     return true;
 }
 
-/* W3: hand the buffers to the other side. */
+/* The tag of the heads of call `seq`: never 0, the value of a cleared head word. */
+static inline uint64_t rpc_head_tag_(uint32_t seq)
+{
+    return 0x8000u | (seq & 0xffu);
+}
+
+/* W3: hand the buffers to the other side.  The client first clears the head (it owns the port,
+ * and a head it would wait for can only be stored after this flip); the server stores the
+ * head of its send right after the flip (ANSWER HEADS). */
 static inline void rpc_release_(struct rpc_process *process, rpc_port_t *port)
 {
     RPC_ASSERT(port->state_ & RPC_PS_OWNED);
+    rpc_head_word_t *head = process->headers[port->index_].head;
+    if (!process->server)
+        rpc_arch_head_store(port->lane_mask_, head, 0, 0);
     rpc_arch_flip(port->lane_mask_, &process->outbox[port->index_ / 32], 1u << (port->index_ % 32));
     port->state_ ^= RPC_PS_OUT;
     port->state_ &= ~(uint32_t)RPC_PS_OWNED;
+}
+
+/* Client: has the head of the server's answer arrived?  Then the client owns the port (the
+ * server stores the head after its flip), and the head's payload is in the handle. */
+static inline bool rpc_head_arrived_(struct rpc_process *process, rpc_port_t *port)
+{
+    uint64_t w0, w1, tag = rpc_head_tag_(port->seq_);
+    rpc_arch_head_load(port->lane_mask_, process->headers[port->index_].head, &w0, &w1);
+    if ((w0 & 0xffffu) != tag || (w1 & 0xffffu) != tag)
+        return false;
+    port->head_[0] = w0 >> 16;
+    port->head_[1] = w1 >> 16;
+    port->state_ |= RPC_PS_OWNED;
+    return true;
 }
 
 /* Runs fn once per active lane (SIMT: for the calling lane). */
@@ -439,10 +474,14 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
 }
 
 static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint32_t index,
-                                        uint64_t mask, uint32_t opcode, uint32_t out)
+                                        uint64_t mask, uint32_t opcode, uint32_t out, uint32_t seq)
 {
     rpc_port_t port;
     port.lane_mask_ = mask;
+    port.head_[0] = 0;
+    port.head_[1] = 0;
+    port.seq_ = seq;
+    port.reserved_ = 0;
     port.index_ = index;
     port.opcode_ = opcode;
     port.state_ = RPC_PS_OPEN | RPC_PS_OWNED | RPC_PS_FIRST | (out ? RPC_PS_OUT : 0u) |
@@ -462,8 +501,16 @@ static inline bool rpc_try_send_(struct rpc_process *process, rpc_port_t *port, 
     RPC_ASSERT(!(process->server && (port->state_ & RPC_PS_FIRST)));
     if (!rpc_acquire_(process, port))
         return false;
-    rpc_invoke_(process, port, fill, arg);
+    if (fill != NULL)
+        rpc_invoke_(process, port, fill, arg);
     rpc_release_(process, port);
+    if (process->server) {
+        uint64_t tag = rpc_head_tag_(port->seq_), mask48 = ((uint64_t)1 << RPC_HEAD_BITS) - 1;
+        rpc_arch_head_store(port->lane_mask_, process->headers[port->index_].head,
+                            tag | (port->head_[0] & mask48) << 16,
+                            tag | (port->head_[1] & mask48) << 16);
+        port->head_[0] = port->head_[1] = 0;
+    }
     port->state_ &= ~(uint32_t)(RPC_PS_RECEIVED | RPC_PS_FIRST);
     return true;
 }
@@ -477,9 +524,11 @@ static inline bool rpc_try_recv_(struct rpc_process *process, rpc_port_t *port, 
     RPC_ASSERT(process->server || !(port->state_ & RPC_PS_FIRST));
     if ((port->state_ & (RPC_PS_OWNED | RPC_PS_RECEIVED)) == (RPC_PS_OWNED | RPC_PS_RECEIVED))
         rpc_release_(process, port); /* give back the packet already read */
-    if (!rpc_acquire_(process, port))
+    if (process->server ? !rpc_acquire_(process, port)
+                        : !(port->state_ & RPC_PS_OWNED) && !rpc_head_arrived_(process, port))
         return false;
-    rpc_invoke_(process, port, use, arg);
+    if (use != NULL)
+        rpc_invoke_(process, port, use, arg);
     port->state_ |= RPC_PS_RECEIVED;
     port->state_ &= ~(uint32_t)RPC_PS_FIRST;
     return true;
@@ -685,20 +734,26 @@ static inline tether_status_t rpc_client_init(struct rpc_client *client, void *r
     return TETHER_OK;
 }
 
-/* A port the client just took: writes {lane_mask, opcode} into its header and makes the handle.
- * Host: the header is written only when it changes, so a repeated call leaves its cache line
- * shared by both sides.  A GPU always writes: its stores to host memory are posted, a read is a
- * round trip over the link. */
+/* A port the client just took: counts the call in the port's seq byte (private, under the
+ * port's lock), writes {lane_mask, opcode, seq} into its header and makes the handle.  Host:
+ * lane mask and opcode are written only when they change.  A GPU always writes: its stores to
+ * host memory are posted, a read is a round trip over the link. */
 static inline rpc_port_t rpc_client_opened_(struct rpc_process *p, uint32_t index,
                                             uint64_t lane_mask, uint32_t opcode, uint32_t out)
 {
     struct rpc_header *header = &p->headers[index];
-    if (rpc_arch_is_first_lane(lane_mask) &&
-        (RPC_ARCH_SIMT || header->lane_mask != lane_mask || header->opcode != opcode)) {
-        header->lane_mask = lane_mask;
-        header->opcode = opcode;
+    uint8_t *seqs = (uint8_t *)(p->locks + 3 * p->words);
+    uint32_t seq = (rpc_arch_broadcast(lane_mask, seqs[index]) + 1u) & 0xffu;
+    rpc_arch_sync(lane_mask);
+    if (rpc_arch_is_first_lane(lane_mask)) {
+        seqs[index] = (uint8_t)seq;
+        if (RPC_ARCH_SIMT || header->lane_mask != lane_mask || header->opcode != opcode) {
+            header->lane_mask = lane_mask;
+            header->opcode = opcode;
+        }
+        header->seq = seq;
     }
-    return rpc_port_make_(p, index, lane_mask, opcode, out);
+    return rpc_port_make_(p, index, lane_mask, opcode, out, seq);
 }
 
 /* One sweep over all ports starting at port `hint % ports` (spread callers,
@@ -782,11 +837,23 @@ static inline void rpc_client_send(struct rpc_client *client, rpc_port_t *port, 
     rpc_send_(&client->process, port, fill, arg);
 }
 
-/* Waits until the server has answered, runs use for each active lane. */
+/* Waits until the server has answered (its head arrived), runs use for each active lane (use
+ * may be NULL: the buffers are not read, and rpc_port_head() has the head's payload). */
 static inline void rpc_client_recv(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn use,
                                    void *arg)
 {
     rpc_recv_(&client->process, port, use, arg);
+}
+
+/* Runs use for each active lane on the buffers of the last recv (no waiting, no hand-over):
+ * for a caller that received with use == NULL and learnt from the head that it needs them. */
+static inline void rpc_client_peek(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn use,
+                                   void *arg)
+{
+    rpc_port_check_(&client->process, port);
+    RPC_ASSERT((port->state_ & (RPC_PS_OWNED | RPC_PS_RECEIVED | RPC_PS_STREAM)) ==
+               (RPC_PS_OWNED | RPC_PS_RECEIVED));
+    rpc_invoke_(&client->process, port, use, arg);
 }
 
 /* Non-blocking send/recv: false means "still the server's turn", nothing was
@@ -889,9 +956,9 @@ static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *po
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
             /* The header comes from the other side: clip the lane mask to
              * this region's lanes so a bad mask cannot index past the port. */
-            struct rpc_header header = p->headers[index];
-            *port_p =
-                rpc_port_make_(p, index, header.lane_mask & rpc_lanes_mask_(p), header.opcode, out);
+            const struct rpc_header *header = &p->headers[index];
+            *port_p = rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p),
+                                     header->opcode, out, header->seq);
             return true;
         }
     }
@@ -979,6 +1046,19 @@ static inline uint64_t rpc_port_lane_mask(const rpc_port_t *port)
 static inline uint32_t rpc_port_index(const rpc_port_t *port)
 {
     return port->index_;
+}
+
+/* Server: the payload (RPC_HEAD_BITS bits each) of the head that the next send stores. */
+static inline void rpc_port_set_head(rpc_port_t *port, uint64_t a, uint64_t b)
+{
+    port->head_[0] = a;
+    port->head_[1] = b;
+}
+
+/* Client: payload word i (0 or 1) of the head of the last recv. */
+static inline uint64_t rpc_port_head(const rpc_port_t *port, uint32_t i)
+{
+    return port->head_[i & 1];
 }
 
 #endif /* TETHER_RPC_H */

@@ -190,6 +190,29 @@ static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, 
         atomic_fetch_and_explicit(word, ~bit, memory_order_relaxed);
 }
 
+/* A port's answer head: two 64-bit words in the shared region, written by the server only,
+ * each a single-copy-atomic unit (a reader may see one word new and the other old). */
+typedef _Atomic uint64_t rpc_head_word_t;
+
+/* Acquire loads of both head words; the values are uniform over `mask`.  A reader that finds
+ * the tag it waits for in both words sees everything the writer did before its stores. */
+static inline void rpc_arch_head_load(uint64_t mask, rpc_head_word_t *head, uint64_t *w0,
+                                      uint64_t *w1)
+{
+    (void)mask;
+    *w0 = atomic_load_explicit(&head[0], memory_order_acquire);
+    *w1 = atomic_load_explicit(&head[1], memory_order_acquire);
+}
+
+/* Release stores of both head words. */
+static inline void rpc_arch_head_store(uint64_t mask, rpc_head_word_t *head, uint64_t w0,
+                                       uint64_t w1)
+{
+    (void)mask;
+    atomic_store_explicit(&head[0], w0, memory_order_release);
+    atomic_store_explicit(&head[1], w1, memory_order_release);
+}
+
 /* ------------------------------------------------------------------------ */
 #elif defined(RPC_ARCH_NVPTX)
 
@@ -330,6 +353,42 @@ static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, 
     rpc_arch_sync(mask);
 }
 
+typedef uint64_t rpc_head_word_t;
+
+static inline uint64_t rpc_arch_broadcast64_(uint64_t mask, uint64_t value)
+{
+    return (uint64_t)rpc_arch_broadcast(mask, (uint32_t)value) |
+           (uint64_t)rpc_arch_broadcast(mask, (uint32_t)(value >> 32)) << 32;
+}
+
+/* One 16-byte ld.acquire.sys: both words in one read of host memory (measured on an H200 with
+ * test/cuda/probe/link_costs.cu: a strong load is one link round trip, ~1.1 us, and a thread's
+ * strong loads of host memory do not overlap, so two 8-byte loads would cost two), with the
+ * acquire that orders the buffer reads that may follow. */
+static inline void rpc_arch_head_load(uint64_t mask, rpc_head_word_t *head, uint64_t *w0,
+                                      uint64_t *w1)
+{
+    uint64_t a, b;
+    __asm__ volatile("ld.acquire.sys.global.v2.u64 {%0, %1}, [%2];"
+                     : "=l"(a), "=l"(b)
+                     : "l"(head)
+                     : "memory");
+    *w0 = rpc_arch_broadcast64_(mask, a);
+    *w1 = rpc_arch_broadcast64_(mask, b);
+}
+
+/* Release: every lane fences, the first lane stores both words with one 16-byte store. */
+static inline void rpc_arch_head_store(uint64_t mask, rpc_head_word_t *head, uint64_t w0,
+                                       uint64_t w1)
+{
+    rpc_arch_fence_acq_rel_sys_();
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        __asm__ volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(head), "l"(w0), "l"(w1)
+                         : "memory");
+    rpc_arch_sync(mask);
+}
+
 /* ------------------------------------------------------------------------ */
 #elif defined(RPC_ARCH_AMDGCN)
 
@@ -441,6 +500,33 @@ static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, 
             (void)__atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
         else
             (void)__atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
+    }
+    rpc_arch_sync(mask);
+}
+
+typedef uint64_t rpc_head_word_t;
+
+static inline uint64_t rpc_arch_broadcast64_(uint64_t mask, uint64_t value)
+{
+    return (uint64_t)rpc_arch_broadcast(mask, (uint32_t)value) |
+           (uint64_t)rpc_arch_broadcast(mask, (uint32_t)(value >> 32)) << 32;
+}
+
+static inline void rpc_arch_head_load(uint64_t mask, rpc_head_word_t *head, uint64_t *w0,
+                                      uint64_t *w1)
+{
+    *w0 = rpc_arch_broadcast64_(mask, __atomic_load_n(&head[0], __ATOMIC_ACQUIRE));
+    *w1 = rpc_arch_broadcast64_(mask, __atomic_load_n(&head[1], __ATOMIC_ACQUIRE));
+}
+
+static inline void rpc_arch_head_store(uint64_t mask, rpc_head_word_t *head, uint64_t w0,
+                                       uint64_t w1)
+{
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask)) {
+        __atomic_store_n(&head[0], w0, __ATOMIC_RELAXED);
+        __atomic_store_n(&head[1], w1, __ATOMIC_RELAXED);
     }
     rpc_arch_sync(mask);
 }

@@ -41,6 +41,7 @@
 #ifndef TETHER_RPC_OPCODES_H
 #define TETHER_RPC_OPCODES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,6 +137,54 @@ struct tether_rpc_answer {
     uint32_t reserved;
 };
 _Static_assert(sizeof(struct tether_rpc_answer) == 8, "answer layout");
+
+/*
+ * Inline answers.  When a call has one message per direction (one lane, or a wide call) and the
+ * answer's payload is at most TETHER_RPC_INLINE_MAX bytes, the server also puts the whole answer
+ * into the head of its send (rpc/rpc.h, ANSWER HEADS: two words of 48 bits), so a GPU caller
+ * gets it with the one read of host memory that tells it the answer has come, instead of two
+ * more for the buffers.  The buffers carry the answer message as usual.
+ *   word 0: bit 47 TETHER_RPC_INLINE, bits 0..7 status, bits 8..11 payload length,
+ *           bits 12..43 payload bytes 0..3 (byte 0 lowest)
+ *   word 1: bits 0..47 payload bytes 4..9
+ * A head without bit 47 says nothing: the answer is in the buffers.
+ */
+#define TETHER_RPC_INLINE_MAX 10u
+#define TETHER_RPC_INLINE (1ull << 47)
+
+/* Head words of an inline answer; false when it does not fit (then the head stays empty). */
+static inline bool tether_rpc_inline_pack(uint32_t status, const unsigned char *payload,
+                                          uint64_t len, uint64_t head[2])
+{
+    if (status > 0xffu || len > TETHER_RPC_INLINE_MAX)
+        return false;
+    head[0] = TETHER_RPC_INLINE | (uint64_t)status | len << 8;
+    head[1] = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        if (i < 4)
+            head[0] |= (uint64_t)payload[i] << (12 + 8 * i);
+        else
+            head[1] |= (uint64_t)payload[i] << (8 * (i - 4));
+    }
+    return true;
+}
+
+/* Unpacks an inline answer: its status and payload length, and min(length, cap) bytes to dst;
+ * false when the head holds no inline answer. */
+static inline bool tether_rpc_inline_unpack(const uint64_t head[2], uint32_t *status_p,
+                                            uint64_t *len_p, unsigned char *dst, uint64_t cap)
+{
+    if (!(head[0] & TETHER_RPC_INLINE))
+        return false;
+    uint64_t len = (head[0] >> 8) & 0xfu;
+    if (len > TETHER_RPC_INLINE_MAX)
+        return false;
+    *status_p = (uint32_t)(head[0] & 0xffu);
+    *len_p = len;
+    for (uint64_t i = 0; i < len && i < cap; i++)
+        dst[i] = (unsigned char)(i < 4 ? head[0] >> (12 + 8 * i) : head[1] >> (8 * (i - 4)));
+    return true;
+}
 
 /*
  * Device side (libtether-device.a), callable from OpenMP target regions:

@@ -139,7 +139,6 @@ void tether_device_profile_mark(int phase);
 static void rx_use(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
     struct dev_rx *rx = (struct dev_rx *)arg;
-    DEV_PROF_(5); /* the answer's flip was seen */
     (void)lane;
     if (rx->got > 0 && rx->got >= 8 + rx->len)
         return;
@@ -219,20 +218,26 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
     DEV_PROF_(2);
 
     if (answer) {
-        struct dev_rx rx;
-        rx.dst = (unsigned char *)dst;
-        rx.cap = cap;
-        rx.len = 0;
-        rx.got = 0;
-        do {
-            rpc_client_recv(&c->client, &port, rx_use, &rx);
-        } while (rpc_arch_any(mask, rx.got < 8 + rx.len));
+        /* The head tells that the answer came and, for a short one, holds all of it. */
+        rpc_client_recv(&c->client, &port, NULL, (void *)0);
+        DEV_PROF_(5);
+        uint64_t head[2] = {rpc_port_head(&port, 0), rpc_port_head(&port, 1)};
+        if (!tether_rpc_inline_unpack(head, status_p, len_p, (unsigned char *)dst, cap)) {
+            struct dev_rx rx;
+            rx.dst = (unsigned char *)dst;
+            rx.cap = cap;
+            rx.len = 0;
+            rx.got = 0;
+            rpc_client_peek(&c->client, &port, rx_use, &rx);
+            while (rpc_arch_any(mask, rx.got < 8 + rx.len))
+                rpc_client_recv(&c->client, &port, rx_use, &rx);
+            struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
+            if (rx.len >= sizeof ans)
+                dev_copy(&ans, rx.head + 8, sizeof ans);
+            *status_p = ans.status;
+            *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
+        }
         DEV_PROF_(3);
-        struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
-        if (rx.len >= sizeof ans)
-            dev_copy(&ans, rx.head + 8, sizeof ans);
-        *status_p = ans.status;
-        *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
     }
     rpc_client_close(&c->client, &port);
     DEV_PROF_(4);

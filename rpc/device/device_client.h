@@ -30,7 +30,7 @@
 #include "tether/rpc_opcodes.h"
 
 #define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
-#define TETHER_RPC_CLIENT_VERSION 2u
+#define TETHER_RPC_CLIENT_VERSION 3u
 #define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
 #define TETHER_RPC_DEVICE_PORTS_MAX 16384u
 
@@ -47,7 +47,8 @@ struct tether_rpc_device_client {
     uint64_t doorbell;
     uint64_t reserved[5];
     struct rpc_client client; /* device addresses; locks point at `locks` */
-    rpc_word_t locks[3 * TETHER_RPC_DEVICE_PORTS_MAX / 32]; /* rpc_lock_size(ports) */
+    /* rpc_lock_size(ports): three bitmaps, then one seq byte per port */
+    rpc_word_t locks[3 * TETHER_RPC_DEVICE_PORTS_MAX / 32 + TETHER_RPC_DEVICE_PORTS_MAX / 4];
 };
 
 _Static_assert(offsetof(struct tether_rpc_device_client, client) == 64, "client layout");
@@ -59,7 +60,8 @@ struct tether_rpc_doorbell {
     uint32_t seq;
     uint32_t sleepers;
 };
-_Static_assert(sizeof(struct tether_rpc_device_client) == 128 + 3 * TETHER_RPC_DEVICE_PORTS_MAX / 8,
+_Static_assert(sizeof(struct tether_rpc_device_client) ==
+                   128 + 3 * TETHER_RPC_DEVICE_PORTS_MAX / 8 + TETHER_RPC_DEVICE_PORTS_MAX,
                "client layout");
 
 /* Packets of a message of `len` bytes when each packet carries `per_packet`

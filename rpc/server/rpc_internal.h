@@ -138,6 +138,7 @@ struct tether_rpc_server {
 
     /* statistics */
     _Atomic uint64_t st_calls;
+    _Atomic uint64_t st_inline;
     _Atomic uint64_t st_lines;
     _Atomic uint64_t st_unhandled;
     _Atomic uint64_t st_malformed;

@@ -430,6 +430,22 @@ static bool units_complete(const struct srv_msg *msgs, uint32_t units)
     return true;
 }
 
+/* Before the first packet of an answer: a one-message answer short enough also goes into the
+ * send's head (tether/rpc_opcodes.h, inline answers). */
+static void set_inline_head(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    const struct srv_msg *m = &call->tx[0];
+    struct tether_rpc_answer ans;
+    uint64_t head[2];
+    if (call->units != 1 || m->len < sizeof ans || m->have != m->len)
+        return;
+    memcpy(&ans, m->data, sizeof ans);
+    if (tether_rpc_inline_pack(ans.status, m->data + sizeof ans, m->len - sizeof ans, head)) {
+        rpc_port_set_head(&call->port, head[0], head[1]);
+        atomic_fetch_add(&srv->st_inline, 1);
+    }
+}
+
 /* ---- calls ------------------------------------------------------------------------------ */
 
 static struct srv_call *call_get(struct tether_rpc_server *srv)
@@ -509,6 +525,8 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
         } else {
             if (units_complete(call->tx, call->units))
                 break;
+            if (call->tx[0].pos == 0)
+                set_inline_head(srv, call);
             if (!rpc_server_try_send(&srv->rpc, &call->port, tx_fill, call))
                 return false;
             *moved_p = true;
@@ -599,6 +617,7 @@ void tether_rpc_server_stats(tether_rpc_server_t *srv, struct tether_rpc_stats *
     struct tether_rpc_stats s;
     memset(&s, 0, sizeof s);
     s.calls = atomic_load(&srv->st_calls);
+    s.inline_answers = atomic_load(&srv->st_inline);
     s.printf_lines = atomic_load(&srv->st_lines);
     s.unhandled = atomic_load(&srv->st_unhandled);
     s.malformed = atomic_load(&srv->st_malformed);

@@ -62,16 +62,17 @@ static void get(struct rpc_buffer *b, uint32_t lane, void *arg)
 
 static void test_layout(void)
 {
-    /* 1 port, 1 lane: 64 (client bitmap) + 64 (server) + 64 (header) + 64. */
+    /* 1 port, 1 lane: 64 (client bitmap) + 64 (server) + 64 (32-byte header) + 64. */
     CHECK(rpc_region_size(1, 1) == 256);
-    CHECK(rpc_region_size(32, 1) == 64 + 64 + 512 + 32 * 64);
-    CHECK(rpc_region_size(33, 2) == 64 + 64 + 576 + 33 * 2 * 64);
-    CHECK(rpc_region_size(65536, 1) == 8192 + 8192 + 1048576 + 4194304ull);
-    CHECK(rpc_region_size(4096, 64) == 512 + 512 + 65536 + 4096ull * 64 * 64);
+    CHECK(rpc_region_size(32, 1) == 64 + 64 + 1024 + 32 * 64);
+    CHECK(rpc_region_size(33, 2) == 64 + 64 + 1088 + 33 * 2 * 64);
+    CHECK(rpc_region_size(65536, 1) == 8192 + 8192 + 2097152 + 4194304ull);
+    CHECK(rpc_region_size(4096, 64) == 512 + 512 + 131072 + 4096ull * 64 * 64);
     CHECK(rpc_region_size(0, 1) == 0 && rpc_region_size(1, 0) == 0);
     CHECK(rpc_region_size(1, 65) == 0 && rpc_region_size(RPC_PORTS_MAX + 1, 1) == 0);
-    CHECK(rpc_region_size(RPC_PORTS_MAX, 64) == 2 * 131072 + 16777216ull + (1ull << 32));
-    CHECK(rpc_lock_size(1) == 12 && rpc_lock_size(33) == 24 && rpc_lock_size(65536) == 24576);
+    CHECK(rpc_region_size(RPC_PORTS_MAX, 64) == 2 * 131072 + 33554432ull + (1ull << 32));
+    /* Three bitmaps, then one seq byte per port rounded up to 4. */
+    CHECK(rpc_lock_size(1) == 16 && rpc_lock_size(33) == 60 && rpc_lock_size(65536) == 90112);
     CHECK(rpc_lock_size(0) == 0);
     uint32_t ports[] = {1, 31, 32, 33, 64, 1000, 4096, 65536};
     for (unsigned i = 0; i < sizeof(ports) / sizeof(ports[0]); i++) {
@@ -175,6 +176,102 @@ static void test_fire_and_forget(void)
     CHECK(rpc_server_try_open(&p.server, &sp));
     rpc_server_close(&p.server, &sp);
     CHECK(rpc_client_try_open(&p.client, 3, 1, 0, &cp));
+    rpc_client_close(&p.client, &cp);
+    pair_fini(&p);
+}
+
+/* The head of port 0 as its two raw words. */
+static void head_words(struct pair *p, uint64_t w[2])
+{
+    struct rpc_header *h = (struct rpc_header *)((char *)p->region + rpc_header_offset(p->ports));
+    w[0] = atomic_load(&h[0].head[0]);
+    w[1] = atomic_load(&h[0].head[1]);
+}
+
+/* Answer heads: the payload travels with the head, the buffers stay readable through peek, a
+ * client's flip clears the head, and a head of an earlier call (stored late by a server that
+ * answered a client that had left) is not taken for the answer of the next call. */
+static void test_heads(void)
+{
+    struct pair p;
+    pair_init(&p, 1, 1);
+    uint64_t v = 7, got[1] = {0}, w[2], stale[2];
+    rpc_port_t cp, sp;
+
+    CHECK(rpc_client_try_open(&p.client, 1, 1, 0, &cp));
+    CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+    head_words(&p, w);
+    CHECK(w[0] == 0 && w[1] == 0); /* cleared by the client's flip */
+    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    CHECK(rpc_server_try_open(&p.server, &sp));
+    CHECK(rpc_server_try_recv(&p.server, &sp, get, got) && got[0] == 7);
+    v = 8;
+    rpc_port_set_head(&sp, 0x123456789abcull, (1ull << RPC_HEAD_BITS) - 1);
+    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL)); /* nothing sent yet */
+    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
+    rpc_server_close(&p.server, &sp);
+    CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    CHECK(rpc_port_head(&cp, 0) == 0x123456789abcull);
+    CHECK(rpc_port_head(&cp, 1) == (1ull << RPC_HEAD_BITS) - 1);
+    got[0] = 0;
+    rpc_client_peek(&p.client, &cp, get, got);
+    CHECK(got[0] == 8);
+    rpc_client_close(&p.client, &cp);
+    head_words(&p, stale); /* the head of that call */
+
+    /* A call whose client leaves after its send; the server answers anyway. */
+    CHECK(rpc_client_try_open(&p.client, 2, 1, 0, &cp));
+    CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+    rpc_client_close(&p.client, &cp);
+    CHECK(rpc_server_try_open(&p.server, &sp));
+    CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
+    rpc_port_set_head(&sp, 99, 99);
+    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
+    rpc_server_close(&p.server, &sp);
+    head_words(&p, w);
+    /* The next call: its client flips, and then the departed call's head lands late. */
+    CHECK(rpc_client_try_open(&p.client, 3, 1, 0, &cp));
+    CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+    struct rpc_header *h = (struct rpc_header *)((char *)p.region + rpc_header_offset(p.ports));
+    atomic_store(&h[0].head[0], w[0]);
+    atomic_store(&h[0].head[1], w[1]);
+    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL)); /* another call's seq */
+    atomic_store(&h[0].head[0], stale[0]);
+    atomic_store(&h[0].head[1], stale[1]);
+    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    /* One word of the right call and one of another: not yet. */
+    CHECK(rpc_server_try_open(&p.server, &sp));
+    CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
+    rpc_port_set_head(&sp, 5, 6);
+    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
+    head_words(&p, w);
+    atomic_store(&h[0].head[1], stale[1]);
+    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    atomic_store(&h[0].head[1], w[1]);
+    CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    CHECK(rpc_port_head(&cp, 0) == 5 && rpc_port_head(&cp, 1) == 6);
+    rpc_client_close(&p.client, &cp);
+    rpc_server_close(&p.server, &sp);
+
+    /* 255 fire-and-forget calls later the seq byte has wrapped to the seq of the head still in
+     * the slot from call 3; the client's flip has cleared it. */
+    for (int i = 0; i < 255; i++) {
+        CHECK(rpc_client_try_open(&p.client, 4, 1, 0, &cp));
+        CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+        rpc_client_close(&p.client, &cp);
+        CHECK(rpc_server_try_open(&p.server, &sp));
+        CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
+        rpc_server_close(&p.server, &sp);
+    }
+    CHECK(rpc_client_try_open(&p.client, 5, 1, 0, &cp));
+    CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    CHECK(rpc_server_try_open(&p.server, &sp));
+    CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
+    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
+    rpc_server_close(&p.server, &sp);
+    CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    CHECK(rpc_port_head(&cp, 0) == 0 && rpc_port_head(&cp, 1) == 0);
     rpc_client_close(&p.client, &cp);
     pair_fini(&p);
 }
@@ -321,6 +418,7 @@ int main(void)
     test_layout();
     test_steps();
     test_fire_and_forget();
+    test_heads();
     uint32_t ports[] = {1, 2, 31, 32, 33, 64, 4096, 65536};
     for (unsigned i = 0; i < sizeof(ports) / sizeof(ports[0]); i++)
         test_scan_order(ports[i]);

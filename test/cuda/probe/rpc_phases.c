@@ -58,8 +58,8 @@ int main(void)
     printf("rpc_phases: %d calls, %lu wrong, %.2f us per call (globaltimer)\n", ROUNDS,
            (unsigned long)bad, (double)ns / ROUNDS / 1e3);
     const char *names[6] = {"",      "open home port",
-                            "send",  "read the answer after its flip",
-                            "close", "wait for the answer's flip"};
+                            "send",  "read the answer (inline: decode)",
+                            "close", "wait for the answer's head"};
     for (int k = 1; k < 6; k++)
         printf("rpc_phases: %-20s %8.0f cycles per call (%4.1f%%)\n", names[k],
                (double)cycles[k] / ROUNDS, 100.0 * (double)cycles[k] / (double)(total ? total : 1));
