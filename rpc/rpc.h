@@ -237,19 +237,25 @@ static inline uint64_t rpc_region_size(uint32_t ports, uint32_t lanes)
 }
 
 /* Size in bytes of one side's private memory (its own, zeroed, 4-byte aligned, never shared
- * with the other side); 0 when ports is not valid.  Three bitmaps of one bit per port: the
- * locks; "known", set by a client that closed a port it owned (its last step was a receive, so
- * the server cannot flip that port before the client does); and the client's outbox bit at
- * that close.  A client opening a known port needs no mailbox read: on a GPU that saves two
- * reads of host memory, each a round trip over the link.  Then one byte per port: the client's
- * call count of the port (the seq of ANSWER HEADS). */
+ * with the other side): one 32-bit word per port; 0 when ports is not valid.  The server uses
+ * the first ceil(ports / 32) words as its lock bitmap.  The client keeps a state word per port
+ * (RPC_CS_*): its lock bit; "known", set by a client that closed a port it owned (its last step
+ * was a receive, so the server cannot flip that port before the client does), with the client's
+ * outbox bit at that close; and the port's call count (the seq of ANSWER HEADS).  One atomic
+ * takes the lock and reads all of it; a client opening a known port reads no mailbox (on a GPU
+ * two round trips over the link saved), and one store at close writes it back and unlocks. */
 static inline uint64_t rpc_lock_size(uint32_t ports)
 {
     if (ports < 1 || ports > RPC_PORTS_MAX)
         return 0;
-    return 3 * (uint64_t)rpc_bitmap_words(ports) * sizeof(rpc_word_t) +
-           (((uint64_t)ports + 3) & ~(uint64_t)3);
+    return (uint64_t)ports * sizeof(rpc_word_t);
 }
+
+/* Bits of a client port's state word. */
+#define RPC_CS_LOCK 0x1u  /* held by a client caller */
+#define RPC_CS_KNOWN 0x2u /* client-owned since its last close, outbox bit RPC_CS_OUT */
+#define RPC_CS_OUT 0x4u
+#define RPC_CS_SEQ_SHIFT 8u /* bits 8..15: seq of the port's last call */
 
 /* ---- process objects ---------------------------------------------------- */
 
@@ -338,8 +344,11 @@ static inline void rpc_port_check_(struct rpc_process *process, const rpc_port_t
     RPC_ASSERT(port->index_ < process->ports);
     RPC_ASSERT(port->key_ == rpc_port_key_(process, port->index_));
     RPC_ASSERT(((port->state_ & RPC_PS_SERVER) != 0) == (process->server != 0));
-    RPC_ASSERT(rpc_arch_load(port->lane_mask_, &process->locks[port->index_ / 32]) &
-               (1u << (port->index_ % 32)));
+    if (process->server)
+        RPC_ASSERT(rpc_arch_load(port->lane_mask_, &process->locks[port->index_ / 32]) &
+                   (1u << (port->index_ % 32)));
+    else
+        RPC_ASSERT(rpc_arch_load(port->lane_mask_, &process->locks[port->index_]) & RPC_CS_LOCK);
 #else
     (void)process;
     (void)port;
@@ -380,9 +389,8 @@ static inline uint64_t rpc_head_tag_(uint32_t seq)
 static inline void rpc_release_(struct rpc_process *process, rpc_port_t *port)
 {
     RPC_ASSERT(port->state_ & RPC_PS_OWNED);
-    rpc_head_word_t *head = process->headers[port->index_].head;
     if (!process->server)
-        rpc_arch_head_store(port->lane_mask_, head, 0, 0);
+        rpc_arch_head_clear(port->lane_mask_, process->headers[port->index_].head);
     rpc_arch_flip(port->lane_mask_, &process->outbox[port->index_ / 32], 1u << (port->index_ % 32));
     port->state_ ^= RPC_PS_OUT;
     port->state_ &= ~(uint32_t)RPC_PS_OWNED;
@@ -450,22 +458,28 @@ static inline tether_status_t rpc_process_check_args_(const void *process, const
 }
 
 /* Tries to lock port `index` and checks (L2) that this side may start or
- * serve a call on it.  On success returns true with W2 done. */
+ * serve a call on it.  On success returns true with W2 done, this side's outbox bit in *out_p
+ * and (client) the new call's seq in *seq_p. */
 static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
-                                 uint32_t *out_p)
+                                 uint32_t *out_p, uint32_t *seq_p)
 {
-    uint32_t w = index / 32, bit = 1u << (index % 32);
-    if (!rpc_arch_try_lock(mask, &process->locks[w], bit))
+    uint32_t w = index / 32, bit = 1u << (index % 32), old = 0;
+    if (process->server ? !rpc_arch_try_lock(mask, &process->locks[w], bit)
+                        : !rpc_arch_lock_word(mask, &process->locks[index], RPC_CS_LOCK, &old))
         return false;
-    if (!process->server && (rpc_arch_load(mask, &process->locks[process->words + w]) & bit)) {
+    *seq_p = ((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
+    if (old & RPC_CS_KNOWN) {
         /* Known client-owned since its last close: the outbox bit then is the one now. */
-        *out_p = (rpc_arch_load(mask, &process->locks[2 * process->words + w]) & bit) ? 1u : 0u;
+        *out_p = (old & RPC_CS_OUT) ? 1u : 0u;
         return true;
     }
     uint32_t in = rpc_arch_load(mask, &process->inbox[w]);
     uint32_t out = rpc_arch_load(mask, &process->outbox[w]);
     if ((((in ^ out) & bit) != 0) != (process->server != 0)) {
-        rpc_arch_unlock(mask, &process->locks[w], bit);
+        if (process->server)
+            rpc_arch_unlock(mask, &process->locks[w], bit);
+        else
+            rpc_arch_unlock_word(mask, &process->locks[index], old);
         return false;
     }
     rpc_arch_acquire(mask, &process->inbox[w]);
@@ -558,17 +572,17 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
      * fire-and-forget call, or a call whose last step was a recv). */
     if (process->server && (port->state_ & RPC_PS_OWNED))
         rpc_release_(process, port);
-    uint32_t w = port->index_ / 32, bit = 1u << (port->index_ % 32);
-    if (!process->server) {
+    if (process->server) {
+        rpc_arch_unlock(port->lane_mask_, &process->locks[port->index_ / 32],
+                        1u << (port->index_ % 32));
+    } else {
         /* Still owned (nothing sent since the last receive, or since the open): the next
          * opener may skip the mailbox reads.  After a send the server owns it: unknown. */
-        bool owned = (port->state_ & RPC_PS_OWNED) != 0;
-        if (owned)
-            rpc_arch_mark(port->lane_mask_, &process->locks[2 * process->words + w], bit,
-                          (port->state_ & RPC_PS_OUT) != 0);
-        rpc_arch_mark(port->lane_mask_, &process->locks[process->words + w], bit, owned);
+        uint32_t next = port->seq_ << RPC_CS_SEQ_SHIFT;
+        if (port->state_ & RPC_PS_OWNED)
+            next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
+        rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);
     }
-    rpc_arch_unlock(port->lane_mask_, &process->locks[w], bit);
     port->state_ = 0;
 }
 
@@ -734,19 +748,16 @@ static inline tether_status_t rpc_client_init(struct rpc_client *client, void *r
     return TETHER_OK;
 }
 
-/* A port the client just took: counts the call in the port's seq byte (private, under the
- * port's lock), writes {lane_mask, opcode, seq} into its header and makes the handle.  Host:
+/* A port the client just took (its state word gave the call's seq): writes {lane_mask, opcode,
+ * seq} into its header and makes the handle.  Host:
  * lane mask and opcode are written only when they change.  A GPU always writes: its stores to
  * host memory are posted, a read is a round trip over the link. */
 static inline rpc_port_t rpc_client_opened_(struct rpc_process *p, uint32_t index,
-                                            uint64_t lane_mask, uint32_t opcode, uint32_t out)
+                                            uint64_t lane_mask, uint32_t opcode, uint32_t out,
+                                            uint32_t seq)
 {
     struct rpc_header *header = &p->headers[index];
-    uint8_t *seqs = (uint8_t *)(p->locks + 3 * p->words);
-    uint32_t seq = (rpc_arch_broadcast(lane_mask, seqs[index]) + 1u) & 0xffu;
-    rpc_arch_sync(lane_mask);
     if (rpc_arch_is_first_lane(lane_mask)) {
-        seqs[index] = (uint8_t)seq;
         if (RPC_ARCH_SIMT || header->lane_mask != lane_mask || header->opcode != opcode) {
             header->lane_mask = lane_mask;
             header->opcode = opcode;
@@ -777,11 +788,9 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
     uint32_t start = hint % p->ports;
     uint32_t w = start / 32;
     for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
-        /* Candidates: unlocked and client-owned (c == s). */
-        uint32_t busy =
-            rpc_arch_load(lane_mask, &p->locks[w]) |
-            (rpc_arch_load(lane_mask, &p->inbox[w]) ^ rpc_arch_load(lane_mask, &p->outbox[w]));
-        uint32_t free = ~busy;
+        /* Candidates: client-owned (c == s); their state words say which are unlocked. */
+        uint32_t free =
+            ~(rpc_arch_load(lane_mask, &p->inbox[w]) ^ rpc_arch_load(lane_mask, &p->outbox[w]));
         if (w == p->words - 1 && p->ports % 32)
             free &= (1u << (p->ports % 32)) - 1;
         if (i == 0)
@@ -790,11 +799,11 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             free &= ~(~0u << (start % 32)); /* wrapped around: ports < start */
         while (free) {
             uint32_t bit = (uint32_t)__builtin_ctz(free);
-            uint32_t index = w * 32 + bit, out;
+            uint32_t index = w * 32 + bit, out, seq;
             free &= free - 1;
-            if (!rpc_try_take_(p, lane_mask, index, &out))
+            if (!rpc_try_take_(p, lane_mask, index, &out, &seq))
                 continue;
-            *port_p = rpc_client_opened_(p, index, lane_mask, opcode, out);
+            *port_p = rpc_client_opened_(p, index, lane_mask, opcode, out, seq);
             return true;
         }
     }
@@ -811,10 +820,10 @@ static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t 
     RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
     opcode = rpc_arch_broadcast(lane_mask, opcode);
     index = rpc_arch_broadcast(lane_mask, index) % p->ports;
-    uint32_t out;
-    if (!rpc_try_take_(p, lane_mask, index, &out))
+    uint32_t out, seq;
+    if (!rpc_try_take_(p, lane_mask, index, &out, &seq))
         return false;
-    *port_p = rpc_client_opened_(p, index, lane_mask, opcode, out);
+    *port_p = rpc_client_opened_(p, index, lane_mask, opcode, out, seq);
     return true;
 }
 
@@ -949,9 +958,9 @@ static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *po
             ready &= ~(~0u << (start % 32));
         while (ready) {
             uint32_t bit = (uint32_t)__builtin_ctz(ready);
-            uint32_t index = w * 32 + bit, out;
+            uint32_t index = w * 32 + bit, out, seq;
             ready &= ready - 1;
-            if (!rpc_try_take_(p, mask, index, &out))
+            if (!rpc_try_take_(p, mask, index, &out, &seq))
                 continue;
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
             /* The header comes from the other side: clip the lane mask to

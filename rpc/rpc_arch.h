@@ -179,15 +179,22 @@ static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit
     atomic_fetch_and_explicit(word, ~bit, memory_order_release);
 }
 
-/* Sets (set) or clears one bit of a word of this side's private bitmaps, relaxed: the caller
- * holds the port's lock, whose acquire and release order it. */
-static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, bool set)
+/* A client port's state word (its lock bit and what the holder leaves for the next one):
+ * sets `bit` with acquire and returns the old word in *old_p, uniform over `mask`; true if this
+ * caller set it. */
+static inline bool rpc_arch_lock_word(uint64_t mask, rpc_word_t *word, uint32_t bit,
+                                      uint32_t *old_p)
 {
     (void)mask;
-    if (set)
-        atomic_fetch_or_explicit(word, bit, memory_order_relaxed);
-    else
-        atomic_fetch_and_explicit(word, ~bit, memory_order_relaxed);
+    *old_p = atomic_fetch_or_explicit(word, bit, memory_order_acquire);
+    return (*old_p & bit) == 0;
+}
+
+/* The holder stores the state word's next value (lock bit clear) with release. */
+static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_t value)
+{
+    (void)mask;
+    atomic_store_explicit(word, value, memory_order_release);
 }
 
 /* A port's answer head: two 64-bit words in the shared region, written by the server only,
@@ -211,6 +218,14 @@ static inline void rpc_arch_head_store(uint64_t mask, rpc_head_word_t *head, uin
     (void)mask;
     atomic_store_explicit(&head[0], w0, memory_order_release);
     atomic_store_explicit(&head[1], w1, memory_order_release);
+}
+
+/* Relaxed stores of zero into both head words (the release flip that follows orders them). */
+static inline void rpc_arch_head_clear(uint64_t mask, rpc_head_word_t *head)
+{
+    (void)mask;
+    atomic_store_explicit(&head[0], 0, memory_order_relaxed);
+    atomic_store_explicit(&head[1], 0, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -341,15 +356,28 @@ static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit
     rpc_arch_sync(mask);
 }
 
-static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, bool set)
+/* One device-scope atom.acquire (a single round trip to L2, where atom + membar.gl cost more);
+ * the other lanes get the old word by shuffle.  They need no acquire of their own: what the
+ * word guards (the port's seq and known state) is in the word itself. */
+static inline bool rpc_arch_lock_word(uint64_t mask, rpc_word_t *word, uint32_t bit,
+                                      uint32_t *old_p)
+{
+    uint32_t old = 0;
+    if (rpc_arch_is_first_lane(mask))
+        __asm__ volatile("atom.acquire.gpu.or.b32 %0, [%1], %2;"
+                         : "=r"(old)
+                         : "l"(word), "r"(bit)
+                         : "memory");
+    *old_p = rpc_arch_broadcast(mask, old);
+    return (*old_p & bit) == 0;
+}
+
+/* bar.warp.sync orders every lane's accesses before the first lane's st.release. */
+static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_t value)
 {
     rpc_arch_sync(mask);
-    if (rpc_arch_is_first_lane(mask)) {
-        if (set)
-            (void)__nvvm_atom_or_gen_i((int *)word, (int)bit);
-        else
-            (void)__nvvm_atom_and_gen_i((int *)word, (int)~bit);
-    }
+    if (rpc_arch_is_first_lane(mask))
+        __asm__ volatile("st.release.gpu.u32 [%0], %1;" ::"l"(word), "r"(value) : "memory");
     rpc_arch_sync(mask);
 }
 
@@ -387,6 +415,14 @@ static inline void rpc_arch_head_store(uint64_t mask, rpc_head_word_t *head, uin
         __asm__ volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(head), "l"(w0), "l"(w1)
                          : "memory");
     rpc_arch_sync(mask);
+}
+
+/* A posted 16-byte store of zeros, no fence: the flip that follows fences. */
+static inline void rpc_arch_head_clear(uint64_t mask, rpc_head_word_t *head)
+{
+    if (rpc_arch_is_first_lane(mask))
+        __asm__ volatile("st.volatile.global.v2.u64 [%0], {%1, %1};" ::"l"(head), "l"(0ull)
+                         : "memory");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -492,15 +528,25 @@ static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit
     rpc_arch_sync(mask);
 }
 
-static inline void rpc_arch_mark(uint64_t mask, rpc_word_t *word, uint32_t bit, bool set)
+static inline bool rpc_arch_lock_word(uint64_t mask, rpc_word_t *word, uint32_t bit,
+                                      uint32_t *old_p)
 {
+    uint32_t old = 0;
+    if (rpc_arch_is_first_lane(mask))
+        old = __atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
+    *old_p = rpc_arch_broadcast(mask, old);
+    if (*old_p & bit)
+        return false;
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
+    return true;
+}
+
+static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_t value)
+{
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
     rpc_arch_sync(mask);
-    if (rpc_arch_is_first_lane(mask)) {
-        if (set)
-            (void)__atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
-        else
-            (void)__atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
-    }
+    if (rpc_arch_is_first_lane(mask))
+        __atomic_store_n(word, value, __ATOMIC_RELAXED);
     rpc_arch_sync(mask);
 }
 
@@ -529,6 +575,14 @@ static inline void rpc_arch_head_store(uint64_t mask, rpc_head_word_t *head, uin
         __atomic_store_n(&head[1], w1, __ATOMIC_RELAXED);
     }
     rpc_arch_sync(mask);
+}
+
+static inline void rpc_arch_head_clear(uint64_t mask, rpc_head_word_t *head)
+{
+    if (rpc_arch_is_first_lane(mask)) {
+        __atomic_store_n(&head[0], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&head[1], 0, __ATOMIC_RELAXED);
+    }
 }
 
 #endif

@@ -30,7 +30,7 @@
 #include "tether/rpc_opcodes.h"
 
 #define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
-#define TETHER_RPC_CLIENT_VERSION 3u
+#define TETHER_RPC_CLIENT_VERSION 3u /* 3: answer heads, a state word per port */
 #define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
 #define TETHER_RPC_DEVICE_PORTS_MAX 16384u
 
@@ -47,8 +47,7 @@ struct tether_rpc_device_client {
     uint64_t doorbell;
     uint64_t reserved[5];
     struct rpc_client client; /* device addresses; locks point at `locks` */
-    /* rpc_lock_size(ports): three bitmaps, then one seq byte per port */
-    rpc_word_t locks[3 * TETHER_RPC_DEVICE_PORTS_MAX / 32 + TETHER_RPC_DEVICE_PORTS_MAX / 4];
+    rpc_word_t locks[TETHER_RPC_DEVICE_PORTS_MAX]; /* rpc_lock_size(ports): a state word per port */
 };
 
 _Static_assert(offsetof(struct tether_rpc_device_client, client) == 64, "client layout");
@@ -60,8 +59,7 @@ struct tether_rpc_doorbell {
     uint32_t seq;
     uint32_t sleepers;
 };
-_Static_assert(sizeof(struct tether_rpc_device_client) ==
-                   128 + 3 * TETHER_RPC_DEVICE_PORTS_MAX / 8 + TETHER_RPC_DEVICE_PORTS_MAX,
+_Static_assert(sizeof(struct tether_rpc_device_client) == 128 + 4 * TETHER_RPC_DEVICE_PORTS_MAX,
                "client layout");
 
 /* Packets of a message of `len` bytes when each packet carries `per_packet`

@@ -10,9 +10,16 @@
  *
  * Modelled: NPORTS ports, NCLIENTS client agents making CALLS calls each with
  * a nondeterministic shape (ECHO: send, recv / FIRE: send, close / MULTI:
- * send, send, recv), NSERVERS server agents.  Per port: the client and the
- * server outbox bit, a client lock bit and a server lock bit (each side's
- * private lock bitmap), the header opcode.  Flips and lock RMWs are atomic
+ * send, send, recv / LEAVE: send, close, and the server answers anyway),
+ * NSERVERS server agents.  Per port: the client and the server outbox bit, a
+ * client lock bit and a server lock bit (each side's private lock bitmap),
+ * the header opcode and seq, the client's seq counter (private), and the
+ * answer head: 0 when cleared, else seq + 1 of the call it answers.  The
+ * client clears the head before each flip and its recv waits for the head
+ * of its own call; the server stores the head after its send's flip, as a
+ * separate step (a server may stall between the two).  Seqs count modulo
+ * SEQMOD (2 by default, so that they wrap within a run).  -DNO_LEAVE drops
+ * the LEAVE shape (the liveness runs: a third of the states).  Flips and lock RMWs are atomic
  * statements; every other read is its own step, so scans race with opens
  * and closes as in the C code.  Waiting loops are modelled as blocking
  * guards (a spin that changes nothing).  Spin's interleaving is sequentially
@@ -35,6 +42,12 @@
  *   MUTANT_NO_SERVER_RECHECK  server open skips the re-check after its lock
  *                       (needs NSERVERS=2: another server thread served and
  *                       closed the port between scan and lock)
+ *   MUTANT_NO_CLEAR     the client does not clear the head before its flips:
+ *                       a head left from a call whose seq has come round
+ *                       again is taken for the answer
+ *   MUTANT_NO_SEQ       the client takes any stored head for its answer: a
+ *                       server answering a LEAVE call stores its head after
+ *                       the next call's client cleared it
  */
 
 #ifndef NPORTS
@@ -49,16 +62,23 @@
 #ifndef CALLS
 #define CALLS 2
 #endif
+#ifndef SEQMOD
+#define SEQMOD 2
+#endif
 
 #define ECHO 1
 #define FIRE 2
 #define MULTI 3
+#define LEAVE 4
 
 bit cout[NPORTS];      /* client outbox bit of each port */
 bit sout[NPORTS];      /* server outbox bit */
 bit clk[NPORTS];       /* client-side lock bit (client's private memory) */
 bit slk[NPORTS];       /* server-side lock bit (server's private memory) */
 byte opcode[NPORTS];   /* header */
+byte hseq[NPORTS];     /* header: the call's seq */
+byte cseq[NPORTS];     /* client's seq counter of the port (client's private memory) */
+byte head[NPORTS];     /* answer head: 0 cleared, else seq + 1 */
 byte inside[NPORTS];   /* ghost: agents using the port's header/buffers */
 bool open_[NCLIENTS];  /* ghost: client c has an opened call not yet closed */
 byte sent;             /* ghost: calls whose first packet was sent */
@@ -89,10 +109,20 @@ inline leave(p) {
 #error "the model is written for 2 or 3 ports"
 #endif
 
+/* Before each client flip: clear the head (the client owns the port). */
+inline clear_head(p) {
+#ifndef MUTANT_NO_CLEAR
+    head[p] = 0
+#else
+    skip
+#endif
+}
+
 inline client_send(p) {
     CLIENT_OWNS(p);                     /* wait until owned (W1), acquire (W2) */
     enter(p);
     leave(p);
+    clear_head(p);
     cout[p] = 1 - cout[p]               /* release flip (W3), one RMW */
 }
 
@@ -101,6 +131,7 @@ inline client_send_first(p) {
     CLIENT_OWNS(p);
     enter(p);
     leave(p);
+    clear_head(p);
 #ifndef MUTANT_LOST_FLIP
     atomic { cout[p] = 1 - cout[p]; sent++ }
 #else
@@ -108,16 +139,21 @@ inline client_send_first(p) {
 #endif
 }
 
-inline client_recv(p) {
+/* Wait for the head of this call (acquire load), then read the buffers. */
+inline client_recv(p, tag) {
 #ifndef MUTANT_NO_WAIT
-    CLIENT_OWNS(p);
+#ifndef MUTANT_NO_SEQ
+    head[p] == tag;
+#else
+    head[p] != 0;
+#endif
 #endif
     enter(p);
     leave(p)
 }
 
 proctype client(byte id) {
-    byte p, i, op, calls = 0;
+    byte p, i, op, tag, calls = 0;
     bit cin, cme, locked;
 
     do
@@ -126,6 +162,9 @@ proctype client(byte id) {
         :: op = ECHO
         :: op = FIRE
         :: op = MULTI
+#ifndef NO_LEAVE
+        :: op = LEAVE
+#endif
         fi;
 retry:
         /* open: one sweep from the hint (id), as rpc_client_try_open */
@@ -165,14 +204,17 @@ retry:
         goto retry;
 opened:
         open_[id] = true;
+        cseq[p] = (cseq[p] + 1) % SEQMOD; /* count the call (under the lock) */
+        tag = cseq[p] + 1;
         enter(p);                        /* write the header */
         opcode[p] = op;
+        hseq[p] = cseq[p];
         leave(p);
         client_send_first(p);
         if
-        :: op == ECHO -> client_recv(p)
-        :: op == FIRE -> skip            /* fire and forget */
-        :: op == MULTI -> client_send(p); client_recv(p)
+        :: op == ECHO -> client_recv(p, tag)
+        :: op == FIRE || op == LEAVE -> skip /* close without waiting */
+        :: op == MULTI -> client_send(p); client_recv(p, tag)
         fi;
         clk[p] = 0;                      /* close: unlock (release) */
         open_[id] = false;
@@ -182,7 +224,7 @@ opened:
 }
 
 proctype server() {
-    byte p, i, op, start = 0;
+    byte p, i, op, seq, start = 0;
     bit locked, owned;
 
 end_idle:
@@ -220,6 +262,7 @@ serve:
         owned = 1;
         enter(p);                        /* read header, first recv */
         op = opcode[p];
+        seq = hseq[p];
         leave(p);
         if
         :: op == MULTI ->
@@ -240,6 +283,7 @@ serve:
             leave(p);
             sout[p] = 1 - sout[p];
 #endif
+            head[p] = seq + 1;           /* the head, after the flip */
             owned = 0
         :: else -> skip
         fi;

@@ -266,8 +266,8 @@ int main(int argc, char **argv)
           TETHER_OK);
     rpc_port_t none;
     CHECK(!rpc_server_try_open(&probe, &none));
-    for (uint32_t w = 0; w < rpc_bitmap_words((uint32_t)opt_ports); w++)
-        CHECK(atomic_load(&((rpc_word_t *)client_locks)[w]) == 0);
+    for (uint32_t p = 0; p < (uint32_t)opt_ports; p++)
+        CHECK((atomic_load(&((rpc_word_t *)client_locks)[p]) & RPC_CS_LOCK) == 0);
     free(probe_locks);
 
     printf("rpc_test_calls: %llu calls, %llu clients, %llu server thread(s)%s, %llu ports x %llu "

@@ -71,8 +71,8 @@ static void test_layout(void)
     CHECK(rpc_region_size(0, 1) == 0 && rpc_region_size(1, 0) == 0);
     CHECK(rpc_region_size(1, 65) == 0 && rpc_region_size(RPC_PORTS_MAX + 1, 1) == 0);
     CHECK(rpc_region_size(RPC_PORTS_MAX, 64) == 2 * 131072 + 33554432ull + (1ull << 32));
-    /* Three bitmaps, then one seq byte per port rounded up to 4. */
-    CHECK(rpc_lock_size(1) == 16 && rpc_lock_size(33) == 60 && rpc_lock_size(65536) == 90112);
+    /* One state word per port. */
+    CHECK(rpc_lock_size(1) == 4 && rpc_lock_size(33) == 132 && rpc_lock_size(65536) == 262144);
     CHECK(rpc_lock_size(0) == 0);
     uint32_t ports[] = {1, 31, 32, 33, 64, 1000, 4096, 65536};
     for (unsigned i = 0; i < sizeof(ports) / sizeof(ports[0]); i++) {
