@@ -197,6 +197,54 @@ static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_
     atomic_store_explicit(word, value, memory_order_release);
 }
 
+/* A port's client outbox flag: one byte (0 or 1), written by the port's holder only. */
+typedef _Atomic uint8_t rpc_flag_t;
+
+static inline uint32_t rpc_arch_flag_load(uint64_t mask, rpc_flag_t *flag)
+{
+    (void)mask;
+    return atomic_load_explicit(flag, memory_order_relaxed);
+}
+
+/* Acquire after a relaxed load of `flag` showed ownership (as rpc_arch_acquire, for a flag). */
+static inline void rpc_arch_acquire_flag(uint64_t mask, rpc_flag_t *flag)
+{
+    (void)mask;
+#if defined(RPC_ARCH_TSAN)
+    (void)atomic_load_explicit(flag, memory_order_acquire);
+#else
+    (void)flag;
+    atomic_thread_fence(memory_order_acquire);
+#endif
+}
+
+/* Release store of a flag: every earlier buffer access happens before the other side sees it. */
+static inline void rpc_arch_flag_store(uint64_t mask, rpc_flag_t *flag, uint32_t value)
+{
+    (void)mask;
+    atomic_store_explicit(flag, (uint8_t)value, memory_order_release);
+}
+
+/* Relaxed load of 32 flags (32-aligned) as a bitmap, flag i in bit i.  Eight at a time; under
+ * ThreadSanitizer one at a time (it would take an 8-byte read of 1-byte atomics for a race). */
+static inline uint32_t rpc_arch_flags32(uint64_t mask, rpc_flag_t *flags)
+{
+    (void)mask;
+    uint32_t bits = 0;
+#if defined(RPC_ARCH_TSAN)
+    for (uint32_t i = 0; i < 32; i++)
+        bits |= (uint32_t)(atomic_load_explicit(&flags[i], memory_order_relaxed) & 1u) << i;
+#else
+    for (uint32_t i = 0; i < 4; i++) {
+        uint64_t v = __atomic_load_n((const uint64_t *)(const void *)(flags + 8 * i),
+                                     __ATOMIC_RELAXED);
+        /* Bytes of 0/1 gathered into the top byte, byte k to bit 56 + k. */
+        bits |= (uint32_t)(((v & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
+    }
+#endif
+    return bits;
+}
+
 /* A port's answer head: two 64-bit words in the shared region, written by the server only,
  * each a single-copy-atomic unit (a reader may see one word new and the other old). */
 typedef _Atomic uint64_t rpc_head_word_t;
@@ -372,6 +420,42 @@ static inline bool rpc_arch_lock_word(uint64_t mask, rpc_word_t *word, uint32_t 
     return (*old_p & bit) == 0;
 }
 
+typedef uint8_t rpc_flag_t;
+
+static inline uint32_t rpc_arch_flag_load(uint64_t mask, rpc_flag_t *flag)
+{
+    return rpc_arch_broadcast(mask, *(volatile uint8_t *)flag);
+}
+
+static inline void rpc_arch_acquire_flag(uint64_t mask, rpc_flag_t *flag)
+{
+    (void)mask;
+    (void)flag;
+    rpc_arch_fence_acq_rel_sys_();
+}
+
+/* Every lane fences (fence.acq_rel.sys), the warp synchronises, the first lane stores the byte:
+ * a posted write, where a red.sys on host memory costs a link round trip (~0.9 us on an H200,
+ * test/cuda/probe/link_costs.cu). */
+static inline void rpc_arch_flag_store(uint64_t mask, rpc_flag_t *flag, uint32_t value)
+{
+    rpc_arch_fence_acq_rel_sys_();
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        *(volatile uint8_t *)flag = (uint8_t)value;
+    rpc_arch_sync(mask);
+}
+
+static inline uint32_t rpc_arch_flags32(uint64_t mask, rpc_flag_t *flags)
+{
+    uint32_t bits = 0;
+    for (uint32_t i = 0; i < 4; i++) {
+        uint64_t v = *(volatile uint64_t *)(flags + 8 * i);
+        bits |= (uint32_t)(((v & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
+    }
+    return rpc_arch_broadcast(mask, bits);
+}
+
 /* bar.warp.sync orders every lane's accesses before the first lane's st.release. */
 static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_t value)
 {
@@ -526,6 +610,39 @@ static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit
     if (rpc_arch_is_first_lane(mask))
         (void)__atomic_fetch_and(word, ~bit, __ATOMIC_RELAXED);
     rpc_arch_sync(mask);
+}
+
+typedef uint8_t rpc_flag_t;
+
+static inline uint32_t rpc_arch_flag_load(uint64_t mask, rpc_flag_t *flag)
+{
+    return rpc_arch_broadcast(mask, __atomic_load_n(flag, __ATOMIC_RELAXED));
+}
+
+static inline void rpc_arch_acquire_flag(uint64_t mask, rpc_flag_t *flag)
+{
+    (void)mask;
+    (void)flag;
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
+}
+
+static inline void rpc_arch_flag_store(uint64_t mask, rpc_flag_t *flag, uint32_t value)
+{
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        __atomic_store_n(flag, (uint8_t)value, __ATOMIC_RELAXED);
+    rpc_arch_sync(mask);
+}
+
+static inline uint32_t rpc_arch_flags32(uint64_t mask, rpc_flag_t *flags)
+{
+    uint32_t bits = 0;
+    for (uint32_t i = 0; i < 4; i++) {
+        uint64_t v = __atomic_load_n((uint64_t *)(flags + 8 * i), __ATOMIC_RELAXED);
+        bits |= (uint32_t)(((v & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
+    }
+    return rpc_arch_broadcast(mask, bits);
 }
 
 static inline bool rpc_arch_lock_word(uint64_t mask, rpc_word_t *word, uint32_t bit,

@@ -45,13 +45,12 @@ static const char *op_name(uint32_t op)
     return "?";
 }
 
-/* Mailbox bits of a port as the client sees them: c = its outbox, s = its
- * inbox (the server's outbox).  c == s: client owns the port. */
+/* Mailbox bits of a port: c = the client's outbox flag, s = the server's outbox bit.
+ * c == s: client owns the port. */
 static void show_bits(const char *who, struct rpc_process *p, uint32_t port)
 {
-    uint32_t mine = (atomic_load(&p->outbox[port / 32]) >> (port % 32)) & 1;
-    uint32_t theirs = (atomic_load(&p->inbox[port / 32]) >> (port % 32)) & 1;
-    uint32_t c = p->server ? theirs : mine, s = p->server ? mine : theirs;
+    uint32_t c = atomic_load(&p->cflags[port]) & 1u;
+    uint32_t s = (atomic_load(&p->sbits[port / 32]) >> (port % 32)) & 1u;
     printf("%s     port %u mailbox: client bit %u, server bit %u -> %s owns the buffers\n", who,
            port, c, s, c == s ? "client" : "server");
 }

@@ -254,7 +254,75 @@ __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long l
         x += a + b;
     }
     out[19] = gtime() - t;
-    out[20] = x;
+    // M20: red.sys.xor on host memory, then st.release.gpu of a device word (a close)
+    t = gtime();
+    for (int i = 0; i < N; i++) {
+        red_xor((unsigned *)&h->scratch[16], 1);
+        asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory");
+    }
+    out[20] = gtime() - t;
+    // M21: red.sys.xor, then st.relaxed.gpu of a device word
+    t = gtime();
+    for (int i = 0; i < N; i++) {
+        red_xor((unsigned *)&h->scratch[16], 1);
+        asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory");
+    }
+    out[21] = gtime() - t;
+    // M22: red.sys.add.u32 on host memory alone
+    t = gtime();
+    for (int i = 0; i < N; i++)
+        asm volatile("red.sys.add.u32 [%0], 1;" ::"l"(&h->scratch[16]) : "memory");
+    out[22] = gtime() - t;
+    // M23: atom.acquire.gpu.or of a device word alone
+    t = gtime();
+    for (int i = 0; i < N; i++) {
+        unsigned old;
+        asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 0;" : "=r"(old) : "l"(dev_word) : "memory");
+        x += old;
+    }
+    out[23] = gtime() - t;
+    // M24: st.release.gpu of a device word alone
+    t = gtime();
+    for (int i = 0; i < N; i++)
+        asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory");
+    out[24] = gtime() - t;
+    // M25: a client call's own work without the wait: lock, header, packet, clear, fence, red,
+    // unlock
+    t = gtime();
+    for (int i = 0; i < N; i++) {
+        unsigned old;
+        asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 1;" : "=r"(old) : "l"(dev_word) : "memory");
+        x += old;
+        store16(&h->scratch[40], i, old);
+        for (int k = 0; k < 4; k++)
+            store16(&h->scratch[48 + 2 * k], i, k);
+        store16(&h->scratch[42], 0, 0);
+        fence_acq_rel_sys();
+        red_xor((unsigned *)&h->scratch[16], 1);
+        asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i << 8) : "memory");
+    }
+    out[25] = gtime() - t;
+    // M26: the same with st.volatile.u32 for the flip instead of red
+    t = gtime();
+    for (int i = 0; i < N; i++) {
+        unsigned old;
+        asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 1;" : "=r"(old) : "l"(dev_word) : "memory");
+        x += old;
+        store16(&h->scratch[40], i, old);
+        for (int k = 0; k < 4; k++)
+            store16(&h->scratch[48 + 2 * k], i, k);
+        store16(&h->scratch[42], 0, 0);
+        fence_acq_rel_sys();
+        *(volatile unsigned *)&h->scratch[16] = i;
+        asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i << 8) : "memory");
+    }
+    out[26] = gtime() - t;
+    // M27: fence.acq_rel.gpu alone
+    t = gtime();
+    for (int i = 0; i < N; i++)
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    out[27] = gtime() - t;
+    out[28] = x;
 }
 
 // ---- round trips ---------------------------------------------------------------------------------
@@ -411,7 +479,7 @@ int main(void)
     CHECK(cudaDeviceSynchronize());
     primitives<<<1, 1>>>(d, dev_word, out);
     CHECK(cudaDeviceSynchronize());
-    const char *names[20] = {"fence.acq_rel.sys, nothing outstanding",
+    const char *names[28] = {"fence.acq_rel.sys, nothing outstanding",
                             "64-byte store to host + fence.acq_rel.sys",
                             "64-byte store to host",
                             "red.sys.xor on host memory",
@@ -430,8 +498,16 @@ int main(void)
                             "red.sys.xor + 64-byte store",
                             "4 x 16 weak loads, no fence (L1?)",
                             "dependent 64-byte load, 4 x 16 ld.global.cv",
-                            "dependent 16-byte ld.global.cv"};
-    for (int k = 0; k < 20; k++)
+                            "dependent 16-byte ld.global.cv",
+                            "red.sys.xor + st.release.gpu (device)",
+                            "red.sys.xor + st.relaxed.gpu (device)",
+                            "red.sys.add.u32 on host memory",
+                            "atom.acquire.gpu.or (device)",
+                            "st.release.gpu (device)",
+                            "client work: lock..red..unlock",
+                            "client work, st flag instead of red",
+                            "fence.acq_rel.gpu"};
+    for (int k = 0; k < 28; k++)
         printf("link_costs: %-48s %7.3f us\n", names[k], out[k] / 1e3 / N);
 
     const char *shapes[11] = {"raw flag ping-pong", "rpc.h: packet, fence, flip / flip, fence, read",
