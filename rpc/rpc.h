@@ -205,15 +205,14 @@ static inline uint64_t rpc_bitmap_bytes_(uint32_t ports)
     return rpc_align_((uint64_t)rpc_bitmap_words(ports) * 4);
 }
 
-/* The client outbox: one flag byte per port (rounded up to 64 bytes, so that 32 flags are read
- * as four 8-byte words). */
+/* The outboxes: one flag byte per port each (rounded up to 64 bytes, so that 32 flags are read
+ * as whole 8- or 16-byte words). */
 static inline uint64_t rpc_client_outbox_offset(uint32_t ports)
 {
     (void)ports;
     return 0;
 }
 
-/* The server outbox: a bitmap. */
 static inline uint64_t rpc_server_outbox_offset(uint32_t ports)
 {
     return rpc_align_(ports);
@@ -221,7 +220,7 @@ static inline uint64_t rpc_server_outbox_offset(uint32_t ports)
 
 static inline uint64_t rpc_header_offset(uint32_t ports)
 {
-    return rpc_server_outbox_offset(ports) + rpc_bitmap_bytes_(ports);
+    return 2 * rpc_align_(ports);
 }
 
 static inline uint64_t rpc_buffer_offset(uint32_t ports)
@@ -267,7 +266,7 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
  * memory bit for bit: the layout is the same for host and device compiles. */
 struct rpc_process {
     rpc_flag_t *cflags;         /* client outbox: a flag byte per port */
-    rpc_word_t *sbits;          /* server outbox: a bitmap */
+    rpc_flag_t *sflags;         /* server outbox: a flag byte per port */
     struct rpc_header *headers; /* ports entries */
     struct rpc_buffer *buffers; /* ports x lanes entries */
     rpc_word_t *locks;          /* this side's lock bitmap (private memory) */
@@ -358,29 +357,27 @@ static inline void rpc_port_check_(struct rpc_process *process, const rpc_port_t
 #endif
 }
 
-/* The other side's outbox bit of port `index` (relaxed). */
-static inline uint32_t rpc_in_bit_(struct rpc_process *process, uint64_t mask, uint32_t index)
+/* The other side's outbox flag of this port (relaxed). */
+static inline rpc_flag_t *rpc_in_flag_(struct rpc_process *process, uint32_t index)
 {
-    if (process->server)
-        return rpc_arch_flag_load(mask, &process->cflags[index]) & 1u;
-    return (rpc_arch_load(mask, &process->sbits[index / 32]) >> (index % 32)) & 1u;
+    return process->server ? &process->cflags[index] : &process->sflags[index];
 }
 
-/* This side's outbox bit of port `index` (relaxed). */
-static inline uint32_t rpc_out_bit_(struct rpc_process *process, uint64_t mask, uint32_t index)
+/* This side's outbox flag of this port. */
+static inline rpc_flag_t *rpc_out_flag_(struct rpc_process *process, uint32_t index)
 {
-    if (!process->server)
-        return rpc_arch_flag_load(mask, &process->cflags[index]) & 1u;
-    return (rpc_arch_load(mask, &process->sbits[index / 32]) >> (index % 32)) & 1u;
+    return process->server ? &process->sflags[index] : &process->cflags[index];
+}
+
+static inline uint32_t rpc_in_bit_(struct rpc_process *process, uint64_t mask, uint32_t index)
+{
+    return rpc_arch_flag_load(mask, rpc_in_flag_(process, index)) & 1u;
 }
 
 /* W2 after rpc_in_bit_ showed ownership. */
 static inline void rpc_acquire_in_(struct rpc_process *process, uint64_t mask, uint32_t index)
 {
-    if (process->server)
-        rpc_arch_acquire_flag(mask, &process->cflags[index]);
-    else
-        rpc_arch_acquire(mask, &process->sbits[index / 32]);
+    rpc_arch_acquire_flag(mask, rpc_in_flag_(process, index));
 }
 
 /* W1: does this side own the port now?  (Relaxed load of the other side's outbox.) */
@@ -416,15 +413,11 @@ static inline uint64_t rpc_head_tag_(uint32_t seq)
 static inline void rpc_release_(struct rpc_process *process, rpc_port_t *port)
 {
     RPC_ASSERT(port->state_ & RPC_PS_OWNED);
-    if (process->server) {
-        rpc_arch_flip(port->lane_mask_, &process->sbits[port->index_ / 32],
-                      1u << (port->index_ % 32));
-    } else {
-        /* The client's flag byte is written by the port's holder only: a release store. */
+    if (!process->server)
         rpc_arch_head_clear(port->lane_mask_, process->headers[port->index_].head);
-        rpc_arch_flag_store(port->lane_mask_, &process->cflags[port->index_],
-                            (port->state_ & RPC_PS_OUT) ? 0u : 1u);
-    }
+    /* A flag byte has one writer, the port's holder on its side: a release store. */
+    rpc_arch_flag_store(port->lane_mask_, rpc_out_flag_(process, port->index_),
+                        (port->state_ & RPC_PS_OUT) ? 0u : 1u);
     port->state_ ^= RPC_PS_OUT;
     port->state_ &= ~(uint32_t)RPC_PS_OWNED;
 }
@@ -465,7 +458,7 @@ static inline void rpc_process_init_(struct rpc_process *process, void *region, 
 {
     char *base = (char *)region;
     process->cflags = (rpc_flag_t *)(base + rpc_client_outbox_offset(ports));
-    process->sbits = (rpc_word_t *)(base + rpc_server_outbox_offset(ports));
+    process->sflags = (rpc_flag_t *)(base + rpc_server_outbox_offset(ports));
     process->headers = (struct rpc_header *)(base + rpc_header_offset(ports));
     process->buffers = (struct rpc_buffer *)(base + rpc_buffer_offset(ports));
     process->locks = (rpc_word_t *)locks;
@@ -505,7 +498,7 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
         return true;
     }
     uint32_t in = rpc_in_bit_(process, mask, index);
-    uint32_t out = rpc_out_bit_(process, mask, index);
+    uint32_t out = rpc_arch_flag_load(mask, rpc_out_flag_(process, index)) & 1u;
     if ((in != out) != (process->server != 0)) {
         if (process->server)
             rpc_arch_unlock(mask, &process->locks[w], bit);
@@ -821,7 +814,7 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
     for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
         /* Candidates: client-owned (c == s); their state words say which are unlocked. */
         uint32_t free =
-            ~(rpc_arch_load(lane_mask, &p->sbits[w]) ^ rpc_arch_flags32(lane_mask, &p->cflags[32 * w]));
+            ~rpc_arch_diff32(lane_mask, &p->cflags[32 * w], &p->sflags[32 * w]);
         if (w == p->words - 1 && p->ports % 32)
             free &= (1u << (p->ports % 32)) - 1;
         if (i == 0)
@@ -981,9 +974,9 @@ static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *po
         start = 0;
     uint32_t w = start / 32;
     for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
-        uint32_t ready = (rpc_arch_flags32(mask, &p->cflags[32 * w]) ^
-                          rpc_arch_load(mask, &p->sbits[w])) &
-                         ~rpc_arch_load(mask, &p->locks[w]);
+        uint32_t ready = rpc_arch_diff32(mask, &p->cflags[32 * w], &p->sflags[32 * w]);
+        if (ready != 0)
+            ready &= ~rpc_arch_load(mask, &p->locks[w]);
         if (i == 0)
             ready &= ~0u << (start % 32);
         else if (i == p->words)

@@ -1,19 +1,23 @@
 /*
  * rpc/rpc_arch.h - the architecture layer under rpc/rpc.h.
  *
- * Role: everything rpc.h needs from a processor, and nothing else: the type
- * of a shared 32-bit word, a relaxed load, an acquire fence, a release
- * read-modify-write (the mailbox flip), a lock/unlock pair for the side's own
- * port locks, a pause, and the few warp operations a SIMT target needs so that
- * a whole warp can drive one port.  Three implementations:
+ * Role: everything rpc.h needs from a processor, and nothing else: the types
+ * of a shared 32-bit word, of an outbox flag byte and of an answer-head word;
+ * relaxed loads, an acquire fence, a release store of a flag (the mailbox
+ * flip), 32 flags of two outboxes compared at once (the scans), acquire
+ * loads and release stores of a head; the port locks of each side (the
+ * server's lock bitmap, the client's state word per port); a pause; and the
+ * few warp operations a SIMT target needs so that a whole warp can drive one
+ * port.  Three implementations:
  *
  *   host   (x86-64/aarch64 CPU code, also the x86_64 offload "device"):
- *          C11 <stdatomic.h>.  One thread plays a whole warp: RPC_ARCH_SIMT 0,
- *          every warp operation is the identity.
+ *          C11 <stdatomic.h> (SSE2 for the flag compares).  One thread plays
+ *          a whole warp: RPC_ARCH_SIMT 0, every warp operation is the identity.
  *   nvptx  (clang, __NVPTX__): volatile loads/stores, fence.acq_rel.sys,
- *          red.sys.xor (inline PTX) for the flip (clang-16's NVPTX backend
- *          cannot select an atomic store to global memory, see
- *          docs/rpc-protocol.md); warp operations are the *_sync builtins.
+ *          ld.acquire.sys / atom.acquire.gpu / st.release.gpu (inline PTX;
+ *          clang-16's NVPTX backend cannot select an atomic store to global
+ *          memory, see docs/rpc-protocol.md); warp operations are the *_sync
+ *          builtins.
  *   amdgcn (clang, __AMDGPU__): __atomic_* builtins (system scope on amdgcn)
  *          and __builtin_amdgcn_fence; readfirstlane / ballot for the wave.
  *
@@ -21,12 +25,12 @@
  *   - `mask` arguments are the lanes executing the call together (on the host
  *     any non-zero value, ignored); on a SIMT target all lanes in `mask` call
  *     the function convergently and get the same result back.
- *   - rpc_arch_load() and rpc_arch_broadcast() return the same value to
+ *   - rpc_arch_load(), rpc_arch_flag_load(), rpc_arch_diff32(),
+ *     rpc_arch_head_load() and rpc_arch_broadcast() return the same value to
  *     every lane in `mask` (the first lane's).
- *   - The shared mailbox words are written only through rpc_arch_flip(), and
- *     only by agents of one side (one GPU, or the threads of one host
- *     process group), so the RMW must be atomic among those agents only; the
- *     other side only reads the word.
+ *   - A flag byte is written only through rpc_arch_flag_store(), by the one
+ *     agent of its side that holds the port, so no read-modify-write is
+ *     needed; the other side only reads it.
  *
  * Freestanding: <stdint.h>, <stdbool.h> and, on the host, <stdatomic.h>.
  */
@@ -50,7 +54,7 @@
 /* ThreadSanitizer does not model atomic_thread_fence (gcc even warns about it
  * with -Wtsan).  Under TSan the host layer expresses "acquire fence after the
  * relaxed load that saw ownership" as an acquire re-load of the same word,
- * which TSan does understand; see rpc_arch_acquire(). */
+ * which TSan does understand; see rpc_arch_acquire_flag(). */
 #if defined(__SANITIZE_THREAD__)
 #define RPC_ARCH_TSAN 1
 #elif defined(__has_feature)
@@ -68,6 +72,9 @@
 #if defined(RPC_ARCH_HOST)
 
 #include <stdatomic.h>
+#if defined(__SSE2__) && !defined(RPC_ARCH_TSAN)
+#include <emmintrin.h>
+#endif
 
 /* A 32-bit word shared with the other side or with this side's other agents. */
 typedef _Atomic uint32_t rpc_word_t;
@@ -144,27 +151,6 @@ static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t valu
     atomic_store_explicit(word, value, memory_order_relaxed);
 }
 
-/* Acquire fence after a relaxed load of `word` showed that this side owns a
- * buffer: orders every later buffer access after the other side's flip. */
-static inline void rpc_arch_acquire(uint64_t mask, rpc_word_t *word)
-{
-    (void)mask;
-#if defined(RPC_ARCH_TSAN)
-    (void)atomic_load_explicit(word, memory_order_acquire);
-#else
-    (void)word;
-    atomic_thread_fence(memory_order_acquire);
-#endif
-}
-
-/* Release RMW: every earlier buffer access of every lane in `mask` happens
- * before the other side sees `bit` of `word` change. */
-static inline void rpc_arch_flip(uint64_t mask, rpc_word_t *word, uint32_t bit)
-{
-    (void)mask;
-    atomic_fetch_xor_explicit(word, bit, memory_order_release);
-}
-
 /* Tries to set `bit` of this side's lock word; true (with acquire) if this
  * caller set it. */
 static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
@@ -206,7 +192,9 @@ static inline uint32_t rpc_arch_flag_load(uint64_t mask, rpc_flag_t *flag)
     return atomic_load_explicit(flag, memory_order_relaxed);
 }
 
-/* Acquire after a relaxed load of `flag` showed ownership (as rpc_arch_acquire, for a flag). */
+/* Acquire fence after a relaxed load of the other side's `flag` showed that this side owns the
+ * port: orders every later buffer access after the other side's release store.  (Under
+ * ThreadSanitizer, which does not model fences: an acquire re-load of the same flag.) */
 static inline void rpc_arch_acquire_flag(uint64_t mask, rpc_flag_t *flag)
 {
     (void)mask;
@@ -225,21 +213,31 @@ static inline void rpc_arch_flag_store(uint64_t mask, rpc_flag_t *flag, uint32_t
     atomic_store_explicit(flag, (uint8_t)value, memory_order_release);
 }
 
-/* Relaxed load of 32 flags (32-aligned) as a bitmap, flag i in bit i.  Eight at a time; under
- * ThreadSanitizer one at a time (it would take an 8-byte read of 1-byte atomics for a race). */
-static inline uint32_t rpc_arch_flags32(uint64_t mask, rpc_flag_t *flags)
+/* Relaxed loads of 32 flags of each outbox (32-aligned): bit i set where flag i differs.  SSE2:
+ * two 16-byte compares; elsewhere eight bytes at a time; under ThreadSanitizer one at a time (it
+ * would take a wide read of 1-byte atomics for a race). */
+static inline uint32_t rpc_arch_diff32(uint64_t mask, rpc_flag_t *a, rpc_flag_t *b)
 {
     (void)mask;
     uint32_t bits = 0;
 #if defined(RPC_ARCH_TSAN)
     for (uint32_t i = 0; i < 32; i++)
-        bits |= (uint32_t)(atomic_load_explicit(&flags[i], memory_order_relaxed) & 1u) << i;
+        bits |= (uint32_t)((atomic_load_explicit(&a[i], memory_order_relaxed) ^
+                            atomic_load_explicit(&b[i], memory_order_relaxed)) &
+                           1u)
+                << i;
+#elif defined(__SSE2__)
+    const __m128i *va = (const __m128i *)(const void *)a, *vb = (const __m128i *)(const void *)b;
+    uint32_t same = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(va), _mm_load_si128(vb))) |
+                    (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(va + 1),
+                                                               _mm_load_si128(vb + 1)))
+                        << 16;
+    bits = ~same;
 #else
     for (uint32_t i = 0; i < 4; i++) {
-        uint64_t v = __atomic_load_n((const uint64_t *)(const void *)(flags + 8 * i),
-                                     __ATOMIC_RELAXED);
-        /* Bytes of 0/1 gathered into the top byte, byte k to bit 56 + k. */
-        bits |= (uint32_t)(((v & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
+        uint64_t x = __atomic_load_n((const uint64_t *)(const void *)(a + 8 * i), __ATOMIC_RELAXED) ^
+                     __atomic_load_n((const uint64_t *)(const void *)(b + 8 * i), __ATOMIC_RELAXED);
+        bits |= (uint32_t)(((x & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
     }
 #endif
     return bits;
@@ -361,26 +359,6 @@ static inline void rpc_arch_fence_acq_rel_sys_(void)
     __asm__ volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
-static inline void rpc_arch_acquire(uint64_t mask, rpc_word_t *word)
-{
-    (void)mask;
-    (void)word;
-    rpc_arch_fence_acq_rel_sys_();
-}
-
-/* Every lane fences (fence.acq_rel.sys: the release pattern) and the warp
- * synchronises, so all lanes' buffer stores precede the single red.sys.xor
- * issued by the first lane. */
-static inline void rpc_arch_flip(uint64_t mask, rpc_word_t *word, uint32_t bit)
-{
-    rpc_arch_fence_acq_rel_sys_();
-    rpc_arch_sync(mask);
-    /* A reduction: the lane does not wait for the old value to come back over the link. */
-    if (rpc_arch_is_first_lane(mask))
-        __asm__ volatile("red.sys.xor.b32 [%0], %1;" ::"l"(word), "r"(bit) : "memory");
-    rpc_arch_sync(mask);
-}
-
 /* The lock words live in device memory and are used by this GPU only:
  * device-scope RMW plus membar.gl. */
 static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
@@ -446,12 +424,12 @@ static inline void rpc_arch_flag_store(uint64_t mask, rpc_flag_t *flag, uint32_t
     rpc_arch_sync(mask);
 }
 
-static inline uint32_t rpc_arch_flags32(uint64_t mask, rpc_flag_t *flags)
+static inline uint32_t rpc_arch_diff32(uint64_t mask, rpc_flag_t *a, rpc_flag_t *b)
 {
     uint32_t bits = 0;
     for (uint32_t i = 0; i < 4; i++) {
-        uint64_t v = *(volatile uint64_t *)(flags + 8 * i);
-        bits |= (uint32_t)(((v & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
+        uint64_t x = *(volatile uint64_t *)(a + 8 * i) ^ *(volatile uint64_t *)(b + 8 * i);
+        bits |= (uint32_t)(((x & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
     }
     return rpc_arch_broadcast(mask, bits);
 }
@@ -575,22 +553,6 @@ static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t valu
     rpc_arch_sync(mask);
 }
 
-static inline void rpc_arch_acquire(uint64_t mask, rpc_word_t *word)
-{
-    (void)mask;
-    (void)word;
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
-}
-
-static inline void rpc_arch_flip(uint64_t mask, rpc_word_t *word, uint32_t bit)
-{
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
-    rpc_arch_sync(mask);
-    if (rpc_arch_is_first_lane(mask))
-        (void)__atomic_fetch_xor(word, bit, __ATOMIC_RELAXED);
-    rpc_arch_sync(mask);
-}
-
 static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
 {
     uint32_t old = 0;
@@ -635,12 +597,13 @@ static inline void rpc_arch_flag_store(uint64_t mask, rpc_flag_t *flag, uint32_t
     rpc_arch_sync(mask);
 }
 
-static inline uint32_t rpc_arch_flags32(uint64_t mask, rpc_flag_t *flags)
+static inline uint32_t rpc_arch_diff32(uint64_t mask, rpc_flag_t *a, rpc_flag_t *b)
 {
     uint32_t bits = 0;
     for (uint32_t i = 0; i < 4; i++) {
-        uint64_t v = __atomic_load_n((uint64_t *)(flags + 8 * i), __ATOMIC_RELAXED);
-        bits |= (uint32_t)(((v & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
+        uint64_t x = __atomic_load_n((uint64_t *)(a + 8 * i), __ATOMIC_RELAXED) ^
+                     __atomic_load_n((uint64_t *)(b + 8 * i), __ATOMIC_RELAXED);
+        bits |= (uint32_t)(((x & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
     }
     return rpc_arch_broadcast(mask, bits);
 }

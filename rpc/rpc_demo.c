@@ -45,12 +45,12 @@ static const char *op_name(uint32_t op)
     return "?";
 }
 
-/* Mailbox bits of a port: c = the client's outbox flag, s = the server's outbox bit.
+/* Mailbox bits of a port: c = the client's outbox flag, s = the server's.
  * c == s: client owns the port. */
 static void show_bits(const char *who, struct rpc_process *p, uint32_t port)
 {
     uint32_t c = atomic_load(&p->cflags[port]) & 1u;
-    uint32_t s = (atomic_load(&p->sbits[port / 32]) >> (port % 32)) & 1u;
+    uint32_t s = atomic_load(&p->sflags[port]) & 1u;
     printf("%s     port %u mailbox: client bit %u, server bit %u -> %s owns the buffers\n", who,
            port, c, s, c == s ? "client" : "server");
 }

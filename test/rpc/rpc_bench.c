@@ -220,11 +220,11 @@ static double run_calls(uint32_t clients, uint64_t per_client)
 
 /* Baseline: the port-by-port scan of a protocol with one mailbox word per
  * port side (2 loads per port), written as plainly as possible. */
-static uint32_t scan_port_by_port(rpc_flag_t *in, rpc_word_t *out, uint32_t ports)
+static uint32_t scan_port_by_port(rpc_flag_t *in, rpc_flag_t *out, uint32_t ports)
 {
     for (uint32_t p = 0; p < ports; p++) {
         uint32_t a = atomic_load_explicit(&in[p], memory_order_relaxed) & 1;
-        uint32_t b = (atomic_load_explicit(&out[p / 32], memory_order_relaxed) >> (p % 32)) & 1;
+        uint32_t b = atomic_load_explicit(&out[p], memory_order_relaxed) & 1;
         if (a != b)
             return p;
     }
@@ -250,7 +250,7 @@ static void sweep_figure(uint32_t ports, uint64_t reps)
         }
         double t1 = test_now();
         for (uint32_t i = 0; i < n; i++)
-            sink += scan_port_by_port(server.process.cflags, server.process.sbits, ports);
+            sink += scan_port_by_port(server.process.cflags, server.process.sflags, ports);
         double t2 = test_now();
         ours[r] = (t1 - t0) / n;
         base[r] = (t2 - t1) / n;

@@ -55,13 +55,16 @@ nvptx|amdgcn)
 esac
 case $target in
 nvptx)
-    check "red.sys.xor.b32"    # W3 flip, system scope (a reduction: no value comes back)
+    check "st.volatile.u8"      # W3 flip: the flag byte, a posted store
     check "fence.acq_rel.sys"   # W2/W3 fences (acquire and release patterns)
     check "ld.volatile"         # W1 relaxed system-scope loads
+    check "ld.acquire.sys.global.v2.u64"  # answer head: one 16-byte read
+    check "atom.acquire.gpu.or.b32"       # client port state word: lock
+    check "st.release.gpu.u32"            # ... and unlock
     check "shfl.sync.idx"       # warp-uniform mailbox values
     ;;
 amdgcn)
-    check "atomicrmw xor ptr .* monotonic"   # W3 flip (no syncscope: system)
+    check "store atomic i8 .* monotonic"     # W3 flip: the flag byte (no syncscope: system)
     check "fence release"                    # W3 release, system scope
     check "fence acquire"                    # W2
     check "load atomic i32"                  # W1

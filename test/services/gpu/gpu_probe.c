@@ -41,7 +41,7 @@ int main(void)
         v[2] = c->flags;
         v[3] = c->client.process.ports;
         v[4] = c->client.process.lanes;
-        v[5] = (uint64_t)(uintptr_t)c->client.process.sbits;
+        v[5] = (uint64_t)(uintptr_t)c->client.process.sflags;
         v[6] = (uint64_t)(uintptr_t)c->client.process.cflags;
         v[7] = (uint64_t)(uintptr_t)c->client.process.buffers;
         v[8] = (uint64_t)(uintptr_t)c->client.process.locks;
@@ -57,7 +57,7 @@ int main(void)
         __nvvm_membar_sys();
         v[23] = (uint64_t)(uintptr_t)scratch;
 #endif
-        v[11] = *(volatile uint32_t *)c->client.process.sbits;
+        v[11] = *(volatile uint32_t *)c->client.process.sflags;
         v[12] = *(volatile uint32_t *)c->client.process.cflags;
 #if defined(__NVPTX__)
         uint32_t mask;
@@ -68,7 +68,7 @@ int main(void)
         char out[8] = {0};
         v[15] = (uint64_t)tether_rpc_call(0x8100, "hello", 5, out, sizeof out);
         __builtin_memcpy(&v[16], out, 8);
-        v[17] = *(volatile uint32_t *)c->client.process.sbits;
+        v[17] = *(volatile uint32_t *)c->client.process.sflags;
         v[18] = *(volatile uint32_t *)c->client.process.cflags;
         v[19] = c->client.process.locks[0];
         v[20] = c->client.process.buffers[0].data[0];
