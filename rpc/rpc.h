@@ -6,8 +6,8 @@
  *   A client and a server share one zero-initialised region of memory (pinned
  *   host memory for a GPU, a MAP_SHARED mapping for two processes, plain
  *   memory for two threads).  The region holds `ports` independent ports; a
- *   port is a mailbox pair, a header (opcode, lane mask) and one 64-byte
- *   buffer per lane.  A call takes one port: the client opens it with an
+ *   port is a mailbox pair (one flag byte per side), a header (opcode, lane
+ *   mask, call seq, answer head) and one 64-byte buffer per lane.  A call takes one port: the client opens it with an
  *   opcode, then client and server alternate send and recv on its buffers,
  *   then both close it.  Once the region exists there are no failure modes:
  *   nothing here returns an error after *_init().
@@ -18,13 +18,13 @@
  *   types, no libc, no allocation.  docs/rpc-protocol.md explains the design.
  *
  * LAYOUT of the region (rpc_region_size(ports, lanes) bytes, 64-byte aligned;
- * W = ceil(ports / 32), every part starts on a 64-byte boundary):
- *     [client outbox bitmap: W x u32] written by the client only
- *     [server outbox bitmap: W x u32] written by the server only
- *     [header x ports: {u64 lane_mask; u32 opcode; u32 reserved}]
+ * every part starts on a 64-byte boundary):
+ *     [client outbox: ports x u8, 0 or 1]  written by the client only
+ *     [server outbox: ports x u8, 0 or 1]  written by the server only
+ *     [header x ports: {u64 lane_mask; u32 opcode; u32 seq; u64 head[2]}]
  *     [buffer x ports x lanes: 64 bytes]  port p, lane l at p * lanes + l
- *   Port p is bit (p % 32) of word (p / 32) in both bitmaps.  Each side's
- *   outbox is the other side's inbox.
+ *   Each side's outbox is the other side's inbox.  A flag byte has one
+ *   writer: the agent of its side that holds the port.
  *
  * OWNERSHIP (the whole protocol)
  *   For port p let c = client outbox bit, s = server outbox bit.
@@ -37,15 +37,17 @@
  *   is held by one caller at a time through a lock bitmap that lives in that
  *   side's own memory (never in the shared region).
  *
- *   client: open   lock a port with c == s, write the header
- *           send   [wait until owned] fill buffers, flip c
- *           recv   [if the previous op was a recv: flip c] wait until owned,
- *                  read buffers
+ *   client: open   lock a port with c == s, write the header (with the
+ *                  call's seq: the port's call count, kept in the client's
+ *                  private state word)
+ *           send   [wait until owned] fill buffers, clear the head, flip c
+ *           recv   [if the previous op was a recv: clear the head, flip c]
+ *                  wait for the head of this call, read buffers (or not)
  *           close  unlock (buffers stay with whoever owns them)
  *   server: open   lock a port with c != s (a call is waiting), read header
  *           recv   [if the previous op was a recv: flip s] wait until owned,
  *                  read buffers (the first recv after open does not wait)
- *           send   [wait until owned] fill buffers, flip s
+ *           send   [wait until owned] fill buffers, flip s, store the head
  *           close  if the server still owns the port, flip s; unlock
  *   Every send is matched by a recv on the other side.  The client's first
  *   operation is a send, the server's first is a recv.  A client may close
@@ -53,6 +55,22 @@
  *   server (c != s), so client open skips it until the server's close hands
  *   it back.  Client open re-checks c == s after taking the lock.
  *
+ * ANSWER HEADS
+ *   A client waiting for an answer does not poll the mailbox: it polls the
+ *   port's head, two 64-bit words each holding a 16-bit tag and 48 bits of
+ *   payload (rpc_port_set_head / rpc_port_head).  The server stores the head
+ *   right after the flip of each send, tagged with the call's seq from the
+ *   header; the client clears it (zero: no tag) before each of its flips.
+ *   When both words carry the tag of its call, the server's flip is already
+ *   done (it came first), so the client owns the port, and the payload came
+ *   with the same read: on a GPU one 16-byte load of host memory tells that
+ *   the answer arrived and can hold all of it.  A head stored late, after
+ *   the next call's client cleared it (a server answering a client that had
+ *   left), carries the previous call's seq and is not taken; clearing makes a
+ *   head from any earlier call invisible however the 8-bit seq wraps.  Each
+ *   word is tagged because a reader may see one word new and the other old.
+ *   The head is outside the ownership rule above: only the server stores a
+ *   tag, only the client clears. *
  * MEMORY ORDERING (what each step needs, and why)
  *   Shared words are accessed only through rpc_arch.h:
  *   W1 Waiting for ownership: relaxed loads of the inbox word (and this
@@ -63,31 +81,35 @@
  *      release flip (W3) and makes its buffer writes visible to our reads,
  *      and its buffer reads complete before our writes (no write of ours can
  *      be seen by a read it made before handing over).
- *   W3 Handing over: a RELEASE read-modify-write (fetch_xor) on this side's
- *      outbox word, after the last buffer access.  RMW, not a store, because
- *      32 ports share the word and other agents of the same side flip their
- *      own bits concurrently; a load+store would lose their flips.  Atomicity
- *      is needed among one side's agents only: the other side never writes
- *      this word, it just reads it (W1).
- *   L1 Lock: RMW fetch_or with acquire on the side's lock word; unlock:
- *      fetch_and with release.  A new holder thereby sees the previous
- *      holder's flips and so computes the port's outbox bit correctly.
+ *   W3 Handing over: a RELEASE store of this side's outbox flag byte, after
+ *      the last buffer access.  A store, not a read-modify-write: the byte
+ *      belongs to this port alone and only the port's holder on this side
+ *      writes it.  (Over PCIe a GPU's store is posted; an RMW on host memory
+ *      is a round trip.)
+ *   H  Heads: the server's release stores after its flip; the client's
+ *      relaxed zero stores before its flip (whose release orders them); the
+ *      client's acquire loads, which order the buffer reads that follow.
+ *   L1 Lock: RMW fetch_or with acquire on the side's lock word (server: a
+ *      bitmap; client: the port's state word); unlock: fetch_and (server) or
+ *      a store of the next state (client) with release.  A new holder thereby
+ *      sees the previous holder's flips and so computes the port's outbox bit
+ *      correctly.
  *   L2 Open re-checks ownership (W1 + W2) after L1: another agent of the same
  *      side may have served and closed the port between scan and lock.
  *   Host threads (C11): W1 memory_order_relaxed loads, W2
- *   atomic_thread_fence(memory_order_acquire), W3 atomic_fetch_xor_explicit(
- *   memory_order_release), L1 fetch_or acquire / fetch_and release.  (Under
- *   ThreadSanitizer W2 becomes an acquire re-load of the same word, which
- *   TSan models; the fence it does not.)
+ *   atomic_thread_fence(memory_order_acquire), W3 atomic_store_explicit(
+ *   memory_order_release), L1 fetch_or acquire / fetch_and or store release.
+ *   (Under ThreadSanitizer W2 becomes an acquire re-load of the same flag,
+ *   which TSan models; the fence it does not.)
  *   GPU and host over PCIe (system scope): W1 ld.volatile (nvptx, =
  *   ld.relaxed.sys) / relaxed system-scope atomic load (amdgcn); W2
- *   membar.sys / fence acquire system; W3 every lane fences (membar.sys /
- *   fence release system), the warp synchronises, one lane does
- *   atom.sys.xor / system-scope fetch_xor.  The GPU-side locks are
- *   device-scope (membar.gl).  The host side of a PCIe pair uses the host
- *   rules: x86 loads are not reordered with older loads and the CPU's
- *   lock-prefixed RMW is a full barrier, so the host's flip is ordered after
- *   its buffer accesses as the GPU observes them.
+ *   fence.acq_rel.sys / fence acquire system; W3 every lane fences
+ *   (fence.acq_rel.sys / fence release system), the warp synchronises, one
+ *   lane stores the byte; heads: one ld.acquire.sys.v2.u64.  The GPU-side
+ *   locks are device-scope (atom.acquire.gpu / st.release.gpu).  The host
+ *   side of a PCIe pair uses the host rules: x86 stores are not reordered
+ *   with older loads or stores, so the host's flip and head are ordered
+ *   after its buffer accesses as the GPU observes them.
  *
  * THREAD SAFETY
  *   Any number of agents of one side may call open concurrently on one

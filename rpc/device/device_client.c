@@ -186,12 +186,12 @@ static void dev_ring(const struct tether_rpc_device_client *c)
  * only after the server finished (and printed) the previous one, so the
  * output of fire-and-forget calls keeps the caller's order.
  */
-static rpc_port_t dev_open_home(struct tether_rpc_device_client *c, uint32_t opcode, uint64_t mask)
+static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint64_t mask)
 {
-    uint32_t home = dev_broadcast(mask, dev_caller_id()) % c->client.process.ports;
+    uint32_t home = dev_broadcast(mask, dev_caller_id()) % client->process.ports;
     uint32_t spins = 0;
     rpc_port_t port;
-    while (!rpc_client_try_open_port(&c->client, opcode, mask, home, &port))
+    while (!rpc_client_try_open_port(client, opcode, mask, home, &port))
         rpc_arch_backoff(&spins);
     return port;
 }
@@ -204,12 +204,15 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
     for (uint32_t k = 0; k < niov; k++)
         tx.len += iov[k].len;
 
+    /* The client object (pointers and sizes, 64 bytes) in registers for the whole call: in
+     * device memory every field read after one of the call's fences would go to L2 again. */
+    struct rpc_client client = c->client;
     DEV_PROF_(0);
-    rpc_port_t port = dev_open_home(c, opcode, mask);
+    rpc_port_t port = dev_open_home(&client, opcode, mask);
     DEV_PROF_(1);
     bool first = true;
     do {
-        rpc_client_send(&c->client, &port, tx_fill, &tx);
+        rpc_client_send(&client, &port, tx_fill, &tx);
         if (first) {
             dev_ring(c);
             first = false;
@@ -219,7 +222,7 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
 
     if (answer) {
         /* The head tells that the answer came and, for a short one, holds all of it. */
-        rpc_client_recv(&c->client, &port, NULL, (void *)0);
+        rpc_client_recv(&client, &port, NULL, (void *)0);
         DEV_PROF_(5);
         uint64_t head[2] = {rpc_port_head(&port, 0), rpc_port_head(&port, 1)};
         if (!tether_rpc_inline_unpack(head, status_p, len_p, (unsigned char *)dst, cap)) {
@@ -228,9 +231,9 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
             rx.cap = cap;
             rx.len = 0;
             rx.got = 0;
-            rpc_client_peek(&c->client, &port, rx_use, &rx);
+            rpc_client_peek(&client, &port, rx_use, &rx);
             while (rpc_arch_any(mask, rx.got < 8 + rx.len))
-                rpc_client_recv(&c->client, &port, rx_use, &rx);
+                rpc_client_recv(&client, &port, rx_use, &rx);
             struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
             if (rx.len >= sizeof ans)
                 dev_copy(&ans, rx.head + 8, sizeof ans);
@@ -239,7 +242,7 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
         }
         DEV_PROF_(3);
     }
-    rpc_client_close(&c->client, &port);
+    rpc_client_close(&client, &port);
     DEV_PROF_(4);
 }
 
