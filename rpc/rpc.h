@@ -980,6 +980,24 @@ static inline tether_status_t rpc_server_init(struct rpc_server *server, void *r
     return TETHER_OK;
 }
 
+/* A port the server just took: the handle, from the header.  The header comes from the other
+ * side: the lane mask is clipped to this region's lanes so a bad mask cannot index past the
+ * port. */
+static inline rpc_port_t rpc_server_opened_(struct rpc_process *p, uint32_t index, uint32_t out)
+{
+    const struct rpc_header *header = &p->headers[index];
+    return rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p), header->opcode, out,
+                          header->seq);
+}
+
+/* A hint, without locking: does a call wait on port `index` (c != s)?  Two relaxed loads. */
+static inline bool rpc_server_waiting(struct rpc_server *server, uint32_t index)
+{
+    struct rpc_process *p = &server->process;
+    return index < p->ports && rpc_arch_flag_load(1, &p->cflags[index]) !=
+                                   rpc_arch_flag_load(1, &p->sflags[index]);
+}
+
 /* One sweep for a port with a call waiting (c != s), starting where the
  * previous successful open left off (round robin: every waiting port is found
  * within one sweep, none starves).  Per 32 ports one xor of the two mailbox
@@ -1010,15 +1028,26 @@ static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *po
             if (!rpc_try_take_(p, mask, index, &out, &seq))
                 continue;
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
-            /* The header comes from the other side: clip the lane mask to
-             * this region's lanes so a bad mask cannot index past the port. */
-            const struct rpc_header *header = &p->headers[index];
-            *port_p = rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p),
-                                     header->opcode, out, header->seq);
+            *port_p = rpc_server_opened_(p, index, out);
             return true;
         }
     }
     return false;
+}
+
+/* As rpc_server_try_open for port `index` only: false when no call waits there (or another
+ * server thread has it). */
+static inline bool rpc_server_try_open_port(struct rpc_server *server, uint32_t index,
+                                            rpc_port_t *port_p)
+{
+    struct rpc_process *p = &server->process;
+    const uint64_t mask = 1;
+    uint32_t out, seq;
+    if (index >= p->ports || !rpc_server_waiting(server, index) ||
+        !rpc_try_take_(p, mask, index, &out, &seq))
+        return false;
+    *port_p = rpc_server_opened_(p, index, out);
+    return true;
 }
 
 /* Blocking open: waits for a call. */

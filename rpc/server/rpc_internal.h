@@ -28,6 +28,9 @@
 #include "tether/rpc.h"
 
 /* One message being received or sent: a lane's, or the wide caller's. */
+/* Ports remembered as hot (see struct tether_rpc_server). */
+#define SRV_HOT 8u
+
 struct srv_msg {
     unsigned char *data; /* received bytes (at most TETHER_RPC_MSG_MAX kept) */
     uint64_t len;        /* length announced by the stream */
@@ -106,6 +109,10 @@ struct tether_rpc_server {
     uint32_t *active; /* port indices with a call, `nactive` of them */
     uint32_t nactive;
     struct srv_call *pool;
+    /* The ports that started the last SRV_HOT calls (index + 1; 0: none), written under
+     * handle_lock, read by the server thread between sweeps (srv_hot_waiting). */
+    _Atomic uint32_t hot[SRV_HOT];
+    uint32_t hot_next;
 
     /* user handlers of this server (the process-wide ones are looked at after these) */
     struct srv_handlers handlers;
@@ -174,5 +181,10 @@ void srv_flush(struct tether_rpc_server *srv);
 
 /* rpc_thread.c */
 void srv_thread_stop(struct tether_rpc_server *srv);
+
+/* Does a call wait on one of the ports that served the last calls?  A few relaxed loads, no
+ * lock: what the server thread polls between sweeps, so that a caller's next call on the same
+ * port (a device thread's calls all use its home port) is seen at once. */
+bool srv_hot_waiting(struct tether_rpc_server *srv);
 
 #endif /* TETHER_RPC_INTERNAL_H */

@@ -478,9 +478,29 @@ static void call_put(struct tether_rpc_server *srv, struct srv_call *call)
     srv->pool = call;
 }
 
+static void hot_note(struct tether_rpc_server *srv, uint32_t index)
+{
+    for (uint32_t i = 0; i < SRV_HOT; i++)
+        if (atomic_load_explicit(&srv->hot[i], memory_order_relaxed) == index + 1)
+            return;
+    atomic_store_explicit(&srv->hot[srv->hot_next], index + 1, memory_order_relaxed);
+    srv->hot_next = (srv->hot_next + 1) % SRV_HOT;
+}
+
+bool srv_hot_waiting(struct tether_rpc_server *srv)
+{
+    for (uint32_t i = 0; i < SRV_HOT; i++) {
+        uint32_t h = atomic_load_explicit(&srv->hot[i], memory_order_relaxed);
+        if (h != 0 && rpc_server_waiting(&srv->rpc, h - 1))
+            return true;
+    }
+    return false;
+}
+
 static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc_port_t port)
 {
     uint32_t op = rpc_port_opcode(&port);
+    hot_note(srv, rpc_port_index(&port));
     call->port = port;
     call->opcode = op & TETHER_RPC_OP_MASK;
     call->wide = (op & TETHER_RPC_WIDE) != 0;
@@ -580,15 +600,20 @@ tether_status_t tether_rpc_server_handle(tether_rpc_server_t *srv, uint32_t *pro
         i++;
     }
 
-    /* Then every port with a new call. */
-    for (uint32_t opened = 0; opened < srv->config.port_count; opened++) {
+    /* Then the ports that served the last calls, and every port with a new call. */
+    for (uint32_t opened = 0, h = 0; opened < srv->config.port_count; opened++) {
         struct srv_call *call = call_get(srv);
         if (call == NULL) {
             st = TETHER_ERR_NO_MEMORY;
             break;
         }
         rpc_port_t port;
-        if (!rpc_server_try_open(&srv->rpc, &port)) {
+        bool got = false;
+        while (!got && h < SRV_HOT) {
+            uint32_t hot = atomic_load_explicit(&srv->hot[h++], memory_order_relaxed);
+            got = hot != 0 && rpc_server_try_open_port(&srv->rpc, hot - 1, &port);
+        }
+        if (!got && !rpc_server_try_open(&srv->rpc, &port)) {
             call_put(srv, call);
             break;
         }
