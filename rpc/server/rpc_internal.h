@@ -51,6 +51,7 @@ struct srv_call {
     uint32_t units;      /* messages: 1 if wide, else lanes in mask */
     uint8_t lane_of[64]; /* unit -> lane */
     enum srv_phase phase;
+    bool answered;      /* the server sent at least one packet of an answer */
     struct srv_msg *rx; /* units entries (storage: msgs) */
     struct srv_msg *tx; /* units entries (storage: msgs) */
     struct srv_call *next_free;
@@ -113,6 +114,9 @@ struct tether_rpc_server {
      * handle_lock, read by the server thread between sweeps (srv_hot_waiting). */
     _Atomic uint32_t hot[SRV_HOT];
     uint32_t hot_next;
+    /* Whether the last call completed was answered (its caller is waiting for it, and likely to
+     * call again at once): only then does the thread poll the hot ports between sweeps. */
+    _Atomic bool hot_answered;
 
     /* user handlers of this server (the process-wide ones are looked at after these) */
     struct srv_handlers handlers;
@@ -184,7 +188,9 @@ void srv_thread_stop(struct tether_rpc_server *srv);
 
 /* Does a call wait on one of the ports that served the last calls?  A few relaxed loads, no
  * lock: what the server thread polls between sweeps, so that a caller's next call on the same
- * port (a device thread's calls all use its home port) is seen at once. */
+ * port (a device thread's calls all use its home port) is seen at once.  Also true when the
+ * last call completed was fire-and-forget (printf traffic: the next call is rarely on a hot
+ * port, so the thread sweeps again at once). */
 bool srv_hot_waiting(struct tether_rpc_server *srv);
 
 #endif /* TETHER_RPC_INTERNAL_H */

@@ -489,6 +489,8 @@ static void hot_note(struct tether_rpc_server *srv, uint32_t index)
 
 bool srv_hot_waiting(struct tether_rpc_server *srv)
 {
+    if (!atomic_load_explicit(&srv->hot_answered, memory_order_relaxed))
+        return true; /* fire-and-forget traffic: sweep again at once */
     for (uint32_t i = 0; i < SRV_HOT; i++) {
         uint32_t h = atomic_load_explicit(&srv->hot[i], memory_order_relaxed);
         if (h != 0 && rpc_server_waiting(&srv->rpc, h - 1))
@@ -512,6 +514,7 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
     if (call->wide)
         call->lane_of[0] = call->mask ? (uint8_t)__builtin_ctzll(call->mask) : 0;
     call->phase = SRV_RECV;
+    call->answered = false;
     for (u = 0; u < call->units; u++) {
         msg_reset(&call->rx[u]);
         msg_reset(&call->tx[u]);
@@ -549,10 +552,12 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
                 set_inline_head(srv, call);
             if (!rpc_server_try_send(&srv->rpc, &call->port, tx_fill, call))
                 return false;
+            call->answered = true;
             *moved_p = true;
         }
     }
     rpc_server_close(&srv->rpc, &call->port);
+    atomic_store_explicit(&srv->hot_answered, call->answered, memory_order_relaxed);
     atomic_fetch_add(&srv->st_calls, 1);
     if (srv->trace)
         srv_diag(srv, "port %u: call 0x%x done, request %llu bytes", rpc_port_index(&call->port),
