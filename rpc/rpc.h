@@ -7,8 +7,8 @@
  *   host memory for a GPU, a MAP_SHARED mapping for two processes, plain
  *   memory for two threads).  The region holds `ports` independent ports; a
  *   port is a mailbox pair (one flag byte per side), a header (opcode, lane
- *   mask, call seq, answer head) and one 64-byte buffer per lane.  A call takes one port: the client opens it with an
- *   opcode, then client and server alternate send and recv on its buffers,
+ *   mask, call seq, answer head) and one 64-byte buffer per lane.  A call takes one port: the
+ * client opens it with an opcode, then client and server alternate send and recv on its buffers,
  *   then both close it.  Once the region exists there are no failure modes:
  *   nothing here returns an error after *_init().
  *
@@ -835,8 +835,7 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
     uint32_t w = start / 32;
     for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
         /* Candidates: client-owned (c == s); their state words say which are unlocked. */
-        uint32_t free =
-            ~rpc_arch_diff32(lane_mask, &p->cflags[32 * w], &p->sflags[32 * w]);
+        uint32_t free = ~rpc_arch_diff32(lane_mask, &p->cflags[32 * w], &p->sflags[32 * w]);
         if (w == p->words - 1 && p->ports % 32)
             free &= (1u << (p->ports % 32)) - 1;
         if (i == 0)
@@ -994,8 +993,8 @@ static inline rpc_port_t rpc_server_opened_(struct rpc_process *p, uint32_t inde
 static inline bool rpc_server_waiting(struct rpc_server *server, uint32_t index)
 {
     struct rpc_process *p = &server->process;
-    return index < p->ports && rpc_arch_flag_load(1, &p->cflags[index]) !=
-                                   rpc_arch_flag_load(1, &p->sflags[index]);
+    return index < p->ports &&
+           rpc_arch_flag_load(1, &p->cflags[index]) != rpc_arch_flag_load(1, &p->sflags[index]);
 }
 
 /* One sweep for a port with a call waiting (c != s), starting where the

@@ -228,15 +228,16 @@ static inline uint32_t rpc_arch_diff32(uint64_t mask, rpc_flag_t *a, rpc_flag_t 
                 << i;
 #elif defined(__SSE2__)
     const __m128i *va = (const __m128i *)(const void *)a, *vb = (const __m128i *)(const void *)b;
-    uint32_t same = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(va), _mm_load_si128(vb))) |
-                    (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(va + 1),
-                                                               _mm_load_si128(vb + 1)))
-                        << 16;
+    uint32_t same =
+        (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(va), _mm_load_si128(vb))) |
+        (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(va + 1), _mm_load_si128(vb + 1)))
+            << 16;
     bits = ~same;
 #else
     for (uint32_t i = 0; i < 4; i++) {
-        uint64_t x = __atomic_load_n((const uint64_t *)(const void *)(a + 8 * i), __ATOMIC_RELAXED) ^
-                     __atomic_load_n((const uint64_t *)(const void *)(b + 8 * i), __ATOMIC_RELAXED);
+        uint64_t x =
+            __atomic_load_n((const uint64_t *)(const void *)(a + 8 * i), __ATOMIC_RELAXED) ^
+            __atomic_load_n((const uint64_t *)(const void *)(b + 8 * i), __ATOMIC_RELAXED);
         bits |= (uint32_t)(((x & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56) << (8 * i);
     }
 #endif

@@ -223,13 +223,13 @@ void tether_rpc_server_describe(const tether_rpc_server_t *server, char *buf, si
 
 /* Counters for tests and info output. */
 struct tether_rpc_stats {
-    uint64_t calls;        /* calls completed */
-    uint64_t printf_lines; /* printf and write calls written */
-    uint64_t unhandled;    /* calls to opcodes without a handler */
-    uint64_t malformed;    /* calls with bad bytes (diagnosed) */
-    uint64_t heap_chunks;  /* device heap allocations handed out, live */
-    uint64_t heap_bytes;   /* device heap bytes handed out, live */
-    uint64_t wakeups;      /* times the server thread woke from a sleep */
+    uint64_t calls;          /* calls completed */
+    uint64_t printf_lines;   /* printf and write calls written */
+    uint64_t unhandled;      /* calls to opcodes without a handler */
+    uint64_t malformed;      /* calls with bad bytes (diagnosed) */
+    uint64_t heap_chunks;    /* device heap allocations handed out, live */
+    uint64_t heap_bytes;     /* device heap bytes handed out, live */
+    uint64_t wakeups;        /* times the server thread woke from a sleep */
     uint64_t inline_answers; /* answers that also went in the head (tether/rpc_opcodes.h) */
 };
 void tether_rpc_server_stats(tether_rpc_server_t *server, struct tether_rpc_stats *stats_p);

@@ -30,7 +30,7 @@
 #include "tether/rpc_opcodes.h"
 
 #define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
-#define TETHER_RPC_CLIENT_VERSION 3u /* 3: answer heads, a state word per port */
+#define TETHER_RPC_CLIENT_VERSION 3u        /* 3: answer heads, a state word per port */
 #define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
 #define TETHER_RPC_DEVICE_PORTS_MAX 16384u
 
@@ -46,7 +46,7 @@ struct tether_rpc_device_client {
      * only: the client bumps seq and wakes a sleeping server), else 0. */
     uint64_t doorbell;
     uint64_t reserved[5];
-    struct rpc_client client; /* device addresses; locks point at `locks` */
+    struct rpc_client client;                      /* device addresses; locks point at `locks` */
     rpc_word_t locks[TETHER_RPC_DEVICE_PORTS_MAX]; /* rpc_lock_size(ports): a state word per port */
 };
 

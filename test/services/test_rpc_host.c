@@ -639,21 +639,23 @@ static void test_user(void)
     }
     tether_rpc_server_stats(rig.srv, &st1);
     CHECK(st1.inline_answers - st0.inline_answers == TETHER_RPC_INLINE_MAX + 1,
-          "%llu inline answers, expected %u", (unsigned long long)(st1.inline_answers - st0.inline_answers),
-          TETHER_RPC_INLINE_MAX + 1);
+          "%llu inline answers, expected %u",
+          (unsigned long long)(st1.inline_answers - st0.inline_answers), TETHER_RPC_INLINE_MAX + 1);
     uint64_t head[2];
     uint32_t status;
     uint64_t ilen;
     unsigned char bytes[TETHER_RPC_INLINE_MAX];
-    CHECK(tether_rpc_inline_pack(200, (const unsigned char *)"\xff\x01\x80\x7f\x00\xfe\x02\x03\x04\x05", 10, head) &&
-              tether_rpc_inline_unpack(head, &status, &ilen, bytes, 3) && status == 200 && ilen == 10 &&
-              memcmp(bytes, "\xff\x01\x80", 3) == 0,
+    CHECK(tether_rpc_inline_pack(
+              200, (const unsigned char *)"\xff\x01\x80\x7f\x00\xfe\x02\x03\x04\x05", 10, head) &&
+              tether_rpc_inline_unpack(head, &status, &ilen, bytes, 3) && status == 200 &&
+              ilen == 10 && memcmp(bytes, "\xff\x01\x80", 3) == 0,
           "inline pack/unpack round trip, answer cut to the caller's size");
     CHECK(!tether_rpc_inline_pack(256, bytes, 0, head) &&
               !tether_rpc_inline_pack(0, bytes, TETHER_RPC_INLINE_MAX + 1, head),
           "what does not fit is not packed");
     head[0] = head[1] = 0;
-    CHECK(!tether_rpc_inline_unpack(head, &status, &ilen, bytes, 10), "an empty head holds no answer");
+    CHECK(!tether_rpc_inline_unpack(head, &status, &ilen, bytes, 10),
+          "an empty head holds no answer");
 
     char out[8];
     int64_t r = tether_rpc_call(0x8001, "abcdefghij", 10, out, sizeof out);
