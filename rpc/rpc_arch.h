@@ -151,14 +151,7 @@ static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t valu
     atomic_store_explicit(word, value, memory_order_relaxed);
 }
 
-/* Tries to set `bit` of this side's lock word; true (with acquire) if this
- * caller set it. */
-static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
-{
-    (void)mask;
-    return (atomic_fetch_or_explicit(word, bit, memory_order_acquire) & bit) == 0;
-}
-
+/* Clears `bit` of this side's lock word with release (the server's lock bitmap). */
 static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit)
 {
     (void)mask;
@@ -360,20 +353,7 @@ static inline void rpc_arch_fence_acq_rel_sys_(void)
     __asm__ volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
-/* The lock words live in device memory and are used by this GPU only:
- * device-scope RMW plus membar.gl. */
-static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
-{
-    uint32_t old = 0;
-    if (rpc_arch_is_first_lane(mask))
-        old = (uint32_t)__nvvm_atom_or_gen_i((int *)word, (int)bit);
-    old = rpc_arch_broadcast(mask, old);
-    if (old & bit)
-        return false;
-    __nvvm_membar_gl();
-    return true;
-}
-
+/* Lock words in device memory, used by this GPU only: device-scope RMW plus membar.gl. */
 static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit)
 {
     __nvvm_membar_gl();
@@ -446,26 +426,16 @@ static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_
 
 typedef uint64_t rpc_head_word_t;
 
-static inline uint64_t rpc_arch_broadcast64_(uint64_t mask, uint64_t value)
-{
-    return (uint64_t)rpc_arch_broadcast(mask, (uint32_t)value) |
-           (uint64_t)rpc_arch_broadcast(mask, (uint32_t)(value >> 32)) << 32;
-}
-
 /* One 16-byte ld.acquire.sys: both words in one read of host memory (measured on an H200 with
  * test/cuda/probe/link_costs.cu: a strong load is one link round trip, ~1.1 us, and a thread's
  * strong loads of host memory do not overlap, so two 8-byte loads would cost two), with the
  * acquire that orders the buffer reads that may follow. */
-static inline void rpc_arch_head_load(uint64_t mask, rpc_head_word_t *head, uint64_t *w0,
-                                      uint64_t *w1)
+static inline void rpc_arch_head_load_raw_(rpc_head_word_t *head, uint64_t *w0, uint64_t *w1)
 {
-    uint64_t a, b;
     __asm__ volatile("ld.acquire.sys.global.v2.u64 {%0, %1}, [%2];"
-                     : "=l"(a), "=l"(b)
+                     : "=l"(*w0), "=l"(*w1)
                      : "l"(head)
                      : "memory");
-    *w0 = rpc_arch_broadcast64_(mask, a);
-    *w1 = rpc_arch_broadcast64_(mask, b);
 }
 
 /* Release: every lane fences, the first lane stores both words with one 16-byte store. */
@@ -554,18 +524,6 @@ static inline void rpc_arch_store(uint64_t mask, rpc_word_t *word, uint32_t valu
     rpc_arch_sync(mask);
 }
 
-static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
-{
-    uint32_t old = 0;
-    if (rpc_arch_is_first_lane(mask))
-        old = __atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
-    old = rpc_arch_broadcast(mask, old);
-    if (old & bit)
-        return false;
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
-    return true;
-}
-
 static inline void rpc_arch_unlock(uint64_t mask, rpc_word_t *word, uint32_t bit)
 {
     __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
@@ -633,17 +591,10 @@ static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_
 
 typedef uint64_t rpc_head_word_t;
 
-static inline uint64_t rpc_arch_broadcast64_(uint64_t mask, uint64_t value)
+static inline void rpc_arch_head_load_raw_(rpc_head_word_t *head, uint64_t *w0, uint64_t *w1)
 {
-    return (uint64_t)rpc_arch_broadcast(mask, (uint32_t)value) |
-           (uint64_t)rpc_arch_broadcast(mask, (uint32_t)(value >> 32)) << 32;
-}
-
-static inline void rpc_arch_head_load(uint64_t mask, rpc_head_word_t *head, uint64_t *w0,
-                                      uint64_t *w1)
-{
-    *w0 = rpc_arch_broadcast64_(mask, __atomic_load_n(&head[0], __ATOMIC_ACQUIRE));
-    *w1 = rpc_arch_broadcast64_(mask, __atomic_load_n(&head[1], __ATOMIC_ACQUIRE));
+    *w0 = __atomic_load_n(&head[0], __ATOMIC_ACQUIRE);
+    *w1 = __atomic_load_n(&head[1], __ATOMIC_ACQUIRE);
 }
 
 static inline void rpc_arch_head_store(uint64_t mask, rpc_head_word_t *head, uint64_t w0,
@@ -666,6 +617,29 @@ static inline void rpc_arch_head_clear(uint64_t mask, rpc_head_word_t *head)
     }
 }
 
+#endif
+
+/* Tries to set `bit` of this side's lock word; true (with acquire) if this caller set it. */
+static inline bool rpc_arch_try_lock(uint64_t mask, rpc_word_t *word, uint32_t bit)
+{
+    uint32_t old;
+    return rpc_arch_lock_word(mask, word, bit, &old);
+}
+
+#if RPC_ARCH_SIMT
+/* Acquire loads of both head words (rpc_arch_head_load_raw_), the first lane's values returned
+ * to every lane of `mask`. */
+static inline void rpc_arch_head_load(uint64_t mask, rpc_head_word_t *head, uint64_t *w0,
+                                      uint64_t *w1)
+{
+    uint64_t v[2];
+    rpc_arch_head_load_raw_(head, &v[0], &v[1]);
+    for (int i = 0; i < 2; i++)
+        v[i] = (uint64_t)rpc_arch_broadcast(mask, (uint32_t)v[i]) |
+               (uint64_t)rpc_arch_broadcast(mask, (uint32_t)(v[i] >> 32)) << 32;
+    *w0 = v[0];
+    *w1 = v[1];
+}
 #endif
 
 #endif /* TETHER_RPC_ARCH_H */

@@ -52,35 +52,18 @@ __device__ __forceinline__ void store16(volatile unsigned long long *p, unsigned
     asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
 }
 
-__device__ __forceinline__ void load16(volatile unsigned long long *p, unsigned long long *a,
-                                       unsigned long long *b)
-{
-    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
-}
-
-__device__ __forceinline__ void load16_relaxed(volatile unsigned long long *p, unsigned long long *a,
-                                               unsigned long long *b)
-{
-    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
-}
-
-__device__ __forceinline__ void load16_weak(const unsigned long long *p, unsigned long long *a,
-                                            unsigned long long *b)
-{
-    asm volatile("ld.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
-}
-
-__device__ __forceinline__ void load16_cv(const unsigned long long *p, unsigned long long *a,
-                                          unsigned long long *b)
-{
-    asm volatile("ld.global.cv.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
-}
-
-__device__ __forceinline__ void load16_acquire(const unsigned long long *p, unsigned long long *a,
-                                               unsigned long long *b)
-{
-    asm volatile("ld.acquire.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
-}
+// 16-byte loads of host memory, one per kind of PTX load: both words in one instruction.
+#define LOAD16(name, op)                                                                           \
+    __device__ __forceinline__ void name(const volatile unsigned long long *p,                     \
+                                         unsigned long long *a, unsigned long long *b)             \
+    {                                                                                              \
+        asm volatile(op " {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");              \
+    }
+LOAD16(load16, "ld.volatile.global.v2.u64")
+LOAD16(load16_relaxed, "ld.relaxed.sys.global.v2.u64")
+LOAD16(load16_weak, "ld.global.v2.u64")
+LOAD16(load16_cv, "ld.global.cv.v2.u64")
+LOAD16(load16_acquire, "ld.acquire.sys.global.v2.u64")
 
 __device__ __forceinline__ void red_xor(unsigned *p, unsigned v)
 {
@@ -91,237 +74,106 @@ __device__ __forceinline__ void red_xor(unsigned *p, unsigned v)
 
 #define N 2000
 
+// N repetitions of `body` timed into out[slot].
+#define TIME(slot, body)                                                                           \
+    do {                                                                                           \
+        unsigned long long t0_ = gtime();                                                          \
+        for (int i = 0; i < N; i++) {                                                              \
+            body;                                                                                  \
+        }                                                                                          \
+        out[slot] = gtime() - t0_;                                                                 \
+    } while (0)
+
+enum load_kind { LOAD_VOLATILE, LOAD_RELAXED, LOAD_WEAK, LOAD_CV };
+
+// One 64-byte read of host memory as four 16-byte loads of one kind; the address depends on the
+// previous result, so reads do not overlap across calls.
+__device__ unsigned long long load64(struct shared *h, unsigned long long x, enum load_kind kind)
+{
+    unsigned long long s = 0, a, b;
+    for (int k = 0; k < 4; k++) {
+        unsigned long long *p = &h->scratch[32 + 2 * k + (x & 1) * 8];
+        if (kind == LOAD_VOLATILE)
+            load16(p, &a, &b);
+        else if (kind == LOAD_RELAXED)
+            load16_relaxed(p, &a, &b);
+        else if (kind == LOAD_WEAK)
+            load16_weak(p, &a, &b);
+        else
+            load16_cv(p, &a, &b);
+        s += a + b;
+    }
+    return s;
+}
+
+// A call's own work on the GPU without the wait: lock, header, packet, head clear, fence,
+// flip (red.sys.xor or a plain store), unlock.
+__device__ void client_work(struct shared *h, unsigned *dev_word, unsigned i, bool red,
+                            unsigned long long *x)
+{
+    unsigned old;
+    asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 1;" : "=r"(old) : "l"(dev_word) : "memory");
+    *x += old;
+    store16(&h->scratch[40], i, old);
+    for (int k = 0; k < 4; k++)
+        store16(&h->scratch[48 + 2 * k], i, k);
+    store16(&h->scratch[42], 0, 0);
+    fence_acq_rel_sys();
+    if (red)
+        red_xor((unsigned *)&h->scratch[16], 1);
+    else
+        *(volatile unsigned *)&h->scratch[16] = i;
+    asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i << 8) : "memory");
+}
+
 __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long long *out)
 {
-    unsigned long long t, x = 0, a, b;
-    // M0: fence.acq_rel.sys with nothing outstanding
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        fence_acq_rel_sys();
-    out[0] = gtime() - t;
-    // M1: 64-byte store to host memory, then fence.acq_rel.sys
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        for (int k = 0; k < 4; k++)
-            store16(&h->scratch[2 * k], i, k);
-        fence_acq_rel_sys();
-    }
-    out[1] = gtime() - t;
-    // M2: 64-byte store to host memory alone
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        for (int k = 0; k < 4; k++)
-            store16(&h->scratch[2 * k], i, k);
-    out[2] = gtime() - t;
-    // M3: red.sys.xor on host memory alone
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        red_xor((unsigned *)&h->scratch[16], 1);
-    out[3] = gtime() - t;
-    // M4: dependent 8-byte volatile loads of host memory (one link round trip each)
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        x += ((volatile unsigned long long *)h->scratch)[24 + (x & 1)];
-    out[4] = gtime() - t;
-    // M5: dependent 64-byte loads (4 x 16 bytes issued together)
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned long long s = 0;
-        for (int k = 0; k < 4; k++) {
-            load16(&h->scratch[32 + 2 * k + (x & 1) * 8], &a, &b);
-            s += a + b;
-        }
-        x += s;
-    }
-    out[5] = gtime() - t;
-    // M6: device-memory lock and unlock (atom.or + membar.gl, atom.and + membar.gl)
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        atomicOr(dev_word, 1u);
-        __threadfence();
-        atomicAnd(dev_word, ~1u);
-        __threadfence();
-    }
-    out[6] = gtime() - t;
-    // M7: 64-byte store to host memory, then fence.sc.sys (membar.sys)
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        for (int k = 0; k < 4; k++)
-            store16(&h->scratch[2 * k], i, k);
-        __threadfence_system();
-    }
-    out[7] = gtime() - t;
-    // M8: dependent 64-byte loads, 4 x 16 bytes ld.relaxed.sys
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned long long s = 0;
-        for (int k = 0; k < 4; k++) {
-            load16_relaxed(&h->scratch[32 + 2 * k + (x & 1) * 8], &a, &b);
-            s += a + b;
-        }
-        x += s;
-    }
-    out[8] = gtime() - t;
-    // M9: fence.acq_rel.sys then 4 x 16 bytes weak loads
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned long long s = 0;
-        fence_acq_rel_sys();
-        for (int k = 0; k < 4; k++) {
-            load16_weak(&h->scratch[32 + 2 * k + (x & 1) * 8], &a, &b);
-            s += a + b;
-        }
-        x += s;
-    }
-    out[9] = gtime() - t;
-    // M10: one dependent 16-byte volatile load
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        load16(&h->scratch[32 + (x & 1) * 8], &a, &b);
-        x += a + b;
-    }
-    out[10] = gtime() - t;
-    // M11: 8 x 8-byte volatile loads
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned long long s = 0;
-        for (int k = 0; k < 8; k++)
-            s += ((volatile unsigned long long *)h->scratch)[32 + k + (x & 1) * 8];
-        x += s;
-    }
-    out[11] = gtime() - t;
-    // M12: st.volatile.u32 to host memory
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        *(volatile unsigned *)&h->scratch[16] = i;
-    out[12] = gtime() - t;
-    // M13: st.release.sys.u32 to host memory
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(&h->scratch[16]), "r"(i) : "memory");
-    out[13] = gtime() - t;
-    // M14: device lock + unlock with atom.acquire.gpu / atom.release.gpu
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned old;
-        asm volatile("atom.acquire.gpu.global.or.b32 %0, [%1], 1;" : "=r"(old) : "l"(dev_word) : "memory");
-        x += old;
-        asm volatile("red.release.gpu.global.and.b32 [%0], 0xfffffffe;" ::"l"(dev_word) : "memory");
-    }
-    out[14] = gtime() - t;
-    // M15: dependent ld.acquire.sys.u32 of host memory
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned v;
-        asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(&h->scratch[24 + (x & 1)]) : "memory");
-        x += v;
-    }
-    out[15] = gtime() - t;
-    // M16: red.sys.xor then a 64-byte store (does the reduction block what follows?)
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        red_xor((unsigned *)&h->scratch[16], 1);
-        for (int k = 0; k < 4; k++)
-            store16(&h->scratch[2 * k], i, k);
-    }
-    out[16] = gtime() - t;
-    // M17: 4 x 16-byte weak loads, no fence (L1 may serve them)
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned long long s = 0;
-        for (int k = 0; k < 4; k++) {
-            load16_weak(&h->scratch[32 + 2 * k + (x & 1) * 8], &a, &b);
-            s += a + b;
-        }
-        x += s;
-    }
-    out[17] = gtime() - t;
-    // M18: dependent 64-byte loads, 4 x 16 bytes ld.global.cv
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned long long s = 0;
-        for (int k = 0; k < 4; k++) {
-            load16_cv(&h->scratch[32 + 2 * k + (x & 1) * 8], &a, &b);
-            s += a + b;
-        }
-        x += s;
-    }
-    out[18] = gtime() - t;
-    // M19: one dependent 16-byte ld.global.cv
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        load16_cv(&h->scratch[32 + (x & 1) * 8], &a, &b);
-        x += a + b;
-    }
-    out[19] = gtime() - t;
-    // M20: red.sys.xor on host memory, then st.release.gpu of a device word (a close)
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        red_xor((unsigned *)&h->scratch[16], 1);
-        asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory");
-    }
-    out[20] = gtime() - t;
-    // M21: red.sys.xor, then st.relaxed.gpu of a device word
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        red_xor((unsigned *)&h->scratch[16], 1);
-        asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory");
-    }
-    out[21] = gtime() - t;
-    // M22: red.sys.add.u32 on host memory alone
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        asm volatile("red.sys.add.u32 [%0], 1;" ::"l"(&h->scratch[16]) : "memory");
-    out[22] = gtime() - t;
-    // M23: atom.acquire.gpu.or of a device word alone
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned old;
-        asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 0;" : "=r"(old) : "l"(dev_word) : "memory");
-        x += old;
-    }
-    out[23] = gtime() - t;
-    // M24: st.release.gpu of a device word alone
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory");
-    out[24] = gtime() - t;
-    // M25: a client call's own work without the wait: lock, header, packet, clear, fence, red,
-    // unlock
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned old;
-        asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 1;" : "=r"(old) : "l"(dev_word) : "memory");
-        x += old;
-        store16(&h->scratch[40], i, old);
-        for (int k = 0; k < 4; k++)
-            store16(&h->scratch[48 + 2 * k], i, k);
-        store16(&h->scratch[42], 0, 0);
-        fence_acq_rel_sys();
-        red_xor((unsigned *)&h->scratch[16], 1);
-        asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i << 8) : "memory");
-    }
-    out[25] = gtime() - t;
-    // M26: the same with st.volatile.u32 for the flip instead of red
-    t = gtime();
-    for (int i = 0; i < N; i++) {
-        unsigned old;
-        asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 1;" : "=r"(old) : "l"(dev_word) : "memory");
-        x += old;
-        store16(&h->scratch[40], i, old);
-        for (int k = 0; k < 4; k++)
-            store16(&h->scratch[48 + 2 * k], i, k);
-        store16(&h->scratch[42], 0, 0);
-        fence_acq_rel_sys();
-        *(volatile unsigned *)&h->scratch[16] = i;
-        asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i << 8) : "memory");
-    }
-    out[26] = gtime() - t;
-    // M27: fence.acq_rel.gpu alone
-    t = gtime();
-    for (int i = 0; i < N; i++)
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");
-    out[27] = gtime() - t;
+    unsigned long long x = 0, a, b;
+    volatile unsigned long long *vh = h->scratch;
+    unsigned *flag = (unsigned *)&h->scratch[16];
+    TIME(0, fence_acq_rel_sys());
+    TIME(1, for (int k = 0; k < 4; k++) store16(&h->scratch[2 * k], i, k); fence_acq_rel_sys());
+    TIME(2, for (int k = 0; k < 4; k++) store16(&h->scratch[2 * k], i, k));
+    TIME(3, red_xor(flag, 1));
+    TIME(4, x += vh[24 + (x & 1)]);
+    TIME(5, x += load64(h, x, LOAD_VOLATILE));
+    TIME(6, atomicOr(dev_word, 1u); __threadfence(); atomicAnd(dev_word, ~1u); __threadfence());
+    TIME(7, for (int k = 0; k < 4; k++) store16(&h->scratch[2 * k], i, k); __threadfence_system());
+    TIME(8, x += load64(h, x, LOAD_RELAXED));
+    TIME(9, fence_acq_rel_sys(); x += load64(h, x, LOAD_WEAK));
+    TIME(10, load16(&h->scratch[32 + (x & 1) * 8], &a, &b); x += a + b);
+    TIME(11, for (int k = 0; k < 8; k++) x += vh[32 + k + (x & 1) * 8]);
+    TIME(12, *(volatile unsigned *)flag = i);
+    TIME(13, asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(i) : "memory"));
+    TIME(14, unsigned old;
+         asm volatile("atom.acquire.gpu.global.or.b32 %0, [%1], 1;"
+                      : "=r"(old)
+                      : "l"(dev_word)
+                      : "memory");
+         x += old;
+         asm volatile("red.release.gpu.global.and.b32 [%0], 0xfffffffe;" ::"l"(dev_word) : "memory"));
+    TIME(15, unsigned v;
+         asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+                      : "=r"(v)
+                      : "l"(&h->scratch[24 + (x & 1)])
+                      : "memory");
+         x += v);
+    TIME(16, red_xor(flag, 1); for (int k = 0; k < 4; k++) store16(&h->scratch[2 * k], i, k));
+    TIME(17, x += load64(h, x, LOAD_WEAK));
+    TIME(18, x += load64(h, x, LOAD_CV));
+    TIME(19, load16_cv(&h->scratch[32 + (x & 1) * 8], &a, &b); x += a + b);
+    TIME(20, red_xor(flag, 1);
+         asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory"));
+    TIME(21, red_xor(flag, 1);
+         asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory"));
+    TIME(22, asm volatile("red.sys.add.u32 [%0], 1;" ::"l"(flag) : "memory"));
+    TIME(23, unsigned old;
+         asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 0;" : "=r"(old) : "l"(dev_word) : "memory");
+         x += old);
+    TIME(24, asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory"));
+    TIME(25, client_work(h, dev_word, i, true, &x));
+    TIME(26, client_work(h, dev_word, i, false, &x));
+    TIME(27, asm volatile("fence.acq_rel.gpu;" ::: "memory"));
     out[28] = x;
 }
 
