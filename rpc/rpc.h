@@ -34,8 +34,9 @@
  *   gives them away by flipping its own outbox bit (never the other side's).
  *   So each flip hands a token across; at any moment exactly one side owns.
  *   Among the agents of one side (warps of a GPU, threads of a host), a port
- *   is held by one caller at a time through a lock bitmap that lives in that
- *   side's own memory (never in the shared region).
+ *   is held by one caller at a time through a lock in that side's own memory
+ *   (never in the shared region): the server's lock bitmap, the client's
+ *   state word per port.
  *
  *   client: open   lock a port with c == s, write the header (with the
  *                  call's seq: the port's call count, kept in the client's
@@ -221,14 +222,9 @@ static inline uint32_t rpc_bitmap_words(uint32_t ports)
     return (ports + 31) / 32;
 }
 
-/* Offsets of the parts of the region (see LAYOUT).  Valid configs only. */
-static inline uint64_t rpc_bitmap_bytes_(uint32_t ports)
-{
-    return rpc_align_((uint64_t)rpc_bitmap_words(ports) * 4);
-}
-
-/* The outboxes: one flag byte per port each (rounded up to 64 bytes, so that 32 flags are read
- * as whole 8- or 16-byte words). */
+/* Offsets of the parts of the region (see LAYOUT); valid configs only.  The outboxes: one flag
+ * byte per port each (rounded up to 64 bytes, so that 32 flags are read as whole 8- or 16-byte
+ * words). */
 static inline uint64_t rpc_client_outbox_offset(uint32_t ports)
 {
     (void)ports;
