@@ -7,10 +7,11 @@
  *   host memory for a GPU, a MAP_SHARED mapping for two processes, plain
  *   memory for two threads).  The region holds `ports` independent ports; a
  *   port is a mailbox pair (one flag byte per side), a header (opcode, lane
- *   mask, call seq, answer head) and one 64-byte buffer per lane.  A call takes one port: the
- * client opens it with an opcode, then client and server alternate send and recv on its buffers,
- *   then both close it.  Once the region exists there are no failure modes:
- *   nothing here returns an error after *_init().
+ *   mask, call seq, answer head) and one 64-byte buffer per lane.  A call
+ *   takes one port: the client opens it with an opcode, then client and
+ *   server alternate send and recv on its buffers, then both close it.
+ *   Once the region exists there are no failure modes: nothing here returns
+ *   an error after *_init().
  *
  *   The same source compiles for the host (C11 atomics) and, under clang, for
  *   nvptx64 and amdgcn (see rpc_arch.h); include it inside
@@ -71,11 +72,12 @@
  *   head from any earlier call invisible however the 8-bit seq wraps.  Each
  *   word is tagged because a reader may see one word new and the other old.
  *   The head is outside the ownership rule above: only the server stores a
- *   tag, only the client clears. *
+ *   tag, only the client clears.
+ *
  * MEMORY ORDERING (what each step needs, and why)
  *   Shared words are accessed only through rpc_arch.h:
- *   W1 Waiting for ownership: relaxed loads of the inbox word (and this
- *      side's outbox word) in a loop.  Relaxed is enough because no data is
+ *   W1 Waiting for ownership: relaxed loads of the other side's flag (and
+ *      this side's) in a loop.  Relaxed is enough because no data is
  *      read through the value; it only says "maybe owned".
  *   W2 Once a load shows ownership: one ACQUIRE fence before the first
  *      access to the header or buffers.  It pairs with the other side's
