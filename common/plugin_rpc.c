@@ -13,7 +13,9 @@
  *    (which calls ops->thread_attach first).  Errors fail the image load.
  *  - plugin_rpc_launch_begin/end(dev): around every kernel; end arrives when the kernel is known
  *    complete (synchronous launch returned, or its queue synchronised/queried done).
- *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released.
+ *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released; logs each
+ *    server's counts (calls, inline answers, printf lines, ...) with LIBOMPTARGET_INFO's plugin
+ *    bit (16) or TETHER_DEBUG.
  * Environment:
  *   TETHER_RPC_PORTS          ports per image (default: the backend's limits.rpc_ports, else 64,
  *                             or 4 x CPUs, for the host backend and 4096 on GPUs; CUDA: 16384)
@@ -204,6 +206,14 @@ void plugin_rpc_detach(struct plugin_device *dev)
     dev->state->rpc = NULL;
     while (node != NULL) {
         struct rpc_image_server *next = node->next;
+        struct tether_rpc_stats st;
+        tether_rpc_server_stats(node->srv, &st);
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+                   "rpc: %llu calls (%llu answered inline), %llu printf/write calls, "
+                   "%llu unhandled, %llu malformed, %llu server wakeups",
+                   (unsigned long long)st.calls, (unsigned long long)st.inline_answers,
+                   (unsigned long long)st.printf_lines, (unsigned long long)st.unhandled,
+                   (unsigned long long)st.malformed, (unsigned long long)st.wakeups);
         tether_rpc_server_destroy(node->srv);
         free(node);
         node = next;

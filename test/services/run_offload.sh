@@ -68,7 +68,10 @@ printf-control)
   check_printf "$work/expect.txt" "$work/out.txt"
   ;;
 heap | user)
-  "$bin/offload_$case_" > "$work/out.txt" 2> "$work/err.txt" ||
+  # user: with LIBOMPTARGET_INFO's plugin bit, so the plugin logs its RPC counts at shutdown.
+  info=0
+  [ "$case_" = user ] && info=16
+  LIBOMPTARGET_INFO=$info "$bin/offload_$case_" > "$work/out.txt" 2> "$work/err.txt" ||
     fail "exit status $?: $(cat "$work/out.txt") $(head -c 500 "$work/err.txt")"
   cat "$work/out.txt"
   if [ "$case_" = heap ] && grep -q "^tether: " "$work/err.txt"; then
@@ -77,6 +80,9 @@ heap | user)
   if [ "$case_" = user ]; then
     n=$(grep -c "no handler for RPC opcode 0x8101" "$work/err.txt" || true)
     [ "$n" = 1 ] || fail "want one diagnostic for opcode 0x8101, got $n: $(cat "$work/err.txt")"
+    stats=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc: [0-9]+ calls \([1-9][0-9]* answered inline\)" "$work/err.txt" | head -1)
+    [ -n "$stats" ] || fail "no RPC counts with inline answers in the plugin's shutdown log: $(grep "rpc:" "$work/err.txt" | head -3)"
+    echo "$stats"
   fi
   ;;
 exit)
