@@ -272,6 +272,32 @@ static void test_heads(void)
     pair_fini(&p);
 }
 
+/* The server opens one given port: only when a call waits there, and not twice. */
+static void test_server_open_port(void)
+{
+    struct pair p;
+    pair_init(&p, 40, 1);
+    uint64_t v = 3, got[1] = {0};
+    rpc_port_t cp, sp, sp2;
+    CHECK(!rpc_server_waiting(&p.server, 33) && !rpc_server_try_open_port(&p.server, 33, &sp));
+    CHECK(rpc_client_try_open_port(&p.client, 9, 1, 33, &cp) && rpc_port_index(&cp) == 33);
+    CHECK(!rpc_server_waiting(&p.server, 33)); /* opened, nothing sent yet */
+    CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+    CHECK(rpc_server_waiting(&p.server, 33) && !rpc_server_waiting(&p.server, 32));
+    CHECK(!rpc_server_waiting(&p.server, 40)); /* out of range */
+    CHECK(!rpc_server_try_open_port(&p.server, 32, &sp));
+    CHECK(!rpc_server_try_open_port(&p.server, 40, &sp));
+    CHECK(rpc_server_try_open_port(&p.server, 33, &sp) && rpc_port_opcode(&sp) == 9);
+    CHECK(!rpc_server_try_open_port(&p.server, 33, &sp2)); /* held by this server thread */
+    CHECK(rpc_server_try_recv(&p.server, &sp, get, got) && got[0] == 3);
+    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
+    rpc_server_close(&p.server, &sp);
+    CHECK(!rpc_server_waiting(&p.server, 33));
+    CHECK(rpc_client_try_recv(&p.client, &cp, get, got) && got[0] == 3);
+    rpc_client_close(&p.client, &cp);
+    pair_fini(&p);
+}
+
 /* Client open starts at the hint and wraps; server open rotates. */
 static void test_scan_order(uint32_t ports)
 {
@@ -415,6 +441,7 @@ int main(void)
     test_steps();
     test_fire_and_forget();
     test_heads();
+    test_server_open_port();
     uint32_t ports[] = {1, 2, 31, 32, 33, 64, 4096, 65536};
     for (unsigned i = 0; i < sizeof(ports) / sizeof(ports[0]); i++)
         test_scan_order(ports[i]);
