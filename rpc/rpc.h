@@ -74,6 +74,28 @@
  *   The head is outside the ownership rule above: only the server stores a
  *   tag, only the client clears.
  *
+ * SHORT REQUESTS
+ *   A call's first packet, from a port of one lane, may travel as a short request instead
+ *   (rpc_client_send_short): the header's req words carry it, each word with the call's tag
+ *   (as heads) in its low 16 bits and 48 bits of payload.  req[0], the meta word, holds the
+ *   opcode (bits 16..47), the lane (48..53) and the number n of data words (54..57); req[1..n]
+ *   hold the packet's bytes six at a time.  The client stores the words and then its flag
+ *   byte with bit 1 (RPC_FLAG_SHORT) set, with no fence between them: on a GPU that fence is
+ *   the costliest step of a call.  The words may thus reach the server after the flag.  The
+ *   server, opening a port whose flag says short, checks that req[0] carries a tag and that
+ *   req[1..n] carry the same one; until they all do it leaves the port and comes back.  Then
+ *   it writes the header and the lane's buffer from the words, exactly as a fenced request
+ *   would have left them, zeroes req[0..n] and the head, and the call goes on as any other.
+ *   Why a word with the tag is a word of this request: the req words are zero whenever the
+ *   client owns the port (the server zeroes what it read before its flip hands the port
+ *   back), so only this request can have put a tag there.  The head: the client does not
+ *   clear it (an unfenced clear could land after the answer); the server zeroes it at the
+ *   open, before it can store this call's head.
+ *   The fence also ordered the client's earlier buffer reads before the flag (no write of the
+ *   server may be seen by them).  A client port's state records whether buffers were read
+ *   since the last fenced flip (RPC_CS_READ, RPC_PS_READ); if so the short request's flag is
+ *   fenced after all.  Reads of the head are acquire loads, so they need no such care.
+ *
  * MEMORY ORDERING (what each step needs, and why)
  *   Shared words are accessed only through rpc_arch.h:
  *   W1 Waiting for ownership: relaxed loads of the other side's flag (and
@@ -189,21 +211,33 @@ struct rpc_buffer {
     uint64_t data[RPC_BUFFER_SIZE / 8];
 };
 
-/* Per-port header.  {lane_mask, opcode, seq}: written by the client at open, read by the
- * server.  head: the answer notice (ANSWER HEADS above): the server stores it right after each
- * send's flip, the client clears it before each of its own flips. */
+/* Words of a short request (SHORT REQUESTS above): a meta word and RPC_SHORT_DATA words of six
+ * packet bytes each, enough for a whole 64-byte packet. */
+#define RPC_SHORT_DATA 11u
+_Static_assert(RPC_SHORT_WORDS == 1u + RPC_SHORT_DATA, "short request words");
+
+/* Bit 1 of a client flag byte: this flip sends a short request (bit 0 is the outbox bit). */
+#define RPC_FLAG_SHORT 0x2u
+
+/* Per-port header.  {lane_mask, opcode, seq}: written by the client with its first (fenced) send,
+ * read by the server; for a short request the server writes them itself from req[0].  head: the
+ * answer notice (ANSWER HEADS above): the server stores it right after each send's flip, the
+ * client clears it before each of its fenced flips, the server at the open of a short request.
+ * req: the tagged words of a short request, written by the client, read and zeroed by the
+ * server (zero whenever the client owns the port). */
 struct rpc_header {
     uint64_t lane_mask;
     uint32_t opcode;
     uint32_t seq;
     rpc_head_word_t head[2];
+    rpc_head_word_t req[RPC_SHORT_WORDS];
 };
 
 /* Bits of payload in each head word (the low 16 bits hold the tag). */
 #define RPC_HEAD_BITS 48u
 
 _Static_assert(sizeof(struct rpc_buffer) == RPC_BUFFER_SIZE, "rpc_buffer layout");
-_Static_assert(sizeof(struct rpc_header) == 32, "rpc_header layout");
+_Static_assert(sizeof(struct rpc_header) == 128, "rpc_header layout");
 _Static_assert(sizeof(rpc_word_t) == 4, "mailbox words are 32 bits");
 _Static_assert(RPC_PORTS_MAX % 32 == 0, "bitmap words");
 
@@ -277,6 +311,7 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
 #define RPC_CS_LOCK 0x1u  /* held by a client caller */
 #define RPC_CS_KNOWN 0x2u /* client-owned since its last close, outbox bit RPC_CS_OUT */
 #define RPC_CS_OUT 0x4u
+#define RPC_CS_READ 0x8u    /* with KNOWN: buffers were read since the last fenced flip */
 #define RPC_CS_SEQ_SHIFT 8u /* bits 8..15: seq of the port's last call */
 
 /* ---- process objects ---------------------------------------------------- */
@@ -338,6 +373,7 @@ enum {
     RPC_PS_FIRST = 1u << 4,    /* no send/recv yet since open */
     RPC_PS_STREAM = 1u << 5,   /* between recv_n_size and recv_n_data */
     RPC_PS_OUT = 1u << 6,      /* value of this side's outbox bit */
+    RPC_PS_READ = 1u << 7,     /* client: buffers read since the last fence (SHORT REQUESTS) */
 };
 
 static inline uint32_t rpc_port_key_(const struct rpc_process *process, uint32_t index)
@@ -439,7 +475,7 @@ static inline void rpc_release_(struct rpc_process *process, rpc_port_t *port)
     rpc_arch_flag_store(port->lane_mask_, rpc_out_flag_(process, port->index_),
                         (port->state_ & RPC_PS_OUT) ? 0u : 1u);
     port->state_ ^= RPC_PS_OUT;
-    port->state_ &= ~(uint32_t)RPC_PS_OWNED;
+    port->state_ &= ~(uint32_t)(RPC_PS_OWNED | RPC_PS_READ); /* the flip fenced every read */
 }
 
 /* Client: has the head of the server's answer arrived?  Then the client owns the port (the
@@ -501,38 +537,81 @@ static inline tether_status_t rpc_process_check_args_(const void *process, const
     return TETHER_OK;
 }
 
+/* Server, a short request waiting on port `index` (SHORT REQUESTS): if every word it announces
+ * has arrived, writes the header and the lane's buffer from them as a fenced request would have,
+ * zeroes the words and the head, and returns true; false (nothing changed) while some word is
+ * still on its way.  A meta word out of range (a broken client) opens a call with no lanes. */
+static inline bool rpc_server_unpack_short_(struct rpc_process *p, uint32_t index)
+{
+    struct rpc_header *header = &p->headers[index];
+    uint64_t meta = rpc_arch_req_load(&header->req[0]);
+    uint64_t tag = meta & 0xffffu;
+    if ((tag & 0x8000u) == 0)
+        return false;
+    uint32_t n = (uint32_t)(meta >> 54) & 0xfu, lane = (uint32_t)(meta >> 48) & 0x3fu;
+    if (n > RPC_SHORT_DATA)
+        n = RPC_SHORT_DATA;
+    uint64_t pkt[RPC_BUFFER_SIZE / 8] = {0};
+    unsigned char *bytes = (unsigned char *)pkt;
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t w = rpc_arch_req_load(&header->req[1 + k]);
+        if ((w & 0xffffu) != tag)
+            return false;
+        for (uint32_t b = 0; b < 6 && 6 * k + b < RPC_BUFFER_SIZE; b++)
+            bytes[6 * k + b] = (unsigned char)(w >> (16 + 8 * b));
+    }
+    uint64_t lane_mask = lane < 64 ? ((uint64_t)1 << lane) & rpc_lanes_mask_(p) : 0;
+    header->lane_mask = lane_mask;
+    header->opcode = (uint32_t)(meta >> 16);
+    header->seq = (uint32_t)(tag & 0xffu);
+    if (lane_mask != 0)
+        __builtin_memcpy(p->buffers[(uint64_t)index * p->lanes + lane].data, pkt, RPC_BUFFER_SIZE);
+    for (uint32_t k = 0; k <= n; k++)
+        rpc_arch_req_clear(&header->req[k]);
+    rpc_arch_head_clear(1, header->head);
+    return true;
+}
+
 /* Tries to lock port `index` and checks (L2) that this side may start or
- * serve a call on it.  On success returns true with W2 done, this side's outbox bit in *out_p
- * and (client) the new call's seq in *seq_p. */
+ * serve a call on it.  On success returns true with W2 done, this side's outbox bit in *out_p,
+ * (client) the new call's seq in *seq_p and whether buffers were read since the last fence
+ * (RPC_PS_READ or 0) in *read_p. */
 static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
-                                 uint32_t *out_p, uint32_t *seq_p)
+                                 uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p)
 {
     uint32_t w = index / 32, bit = 1u << (index % 32), old = 0;
     if (process->server ? !rpc_arch_try_lock(mask, &process->locks[w], bit)
                         : !rpc_arch_lock_word(mask, &process->locks[index], RPC_CS_LOCK, &old))
         return false;
     *seq_p = ((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
+    *read_p = 0;
     if (old & RPC_CS_KNOWN) {
         /* Known client-owned since its last close: the outbox bit then is the one now. */
         *out_p = (old & RPC_CS_OUT) ? 1u : 0u;
+        *read_p = (old & RPC_CS_READ) ? RPC_PS_READ : 0u;
         return true;
     }
     uint32_t in = rpc_in_bit_(process, mask, index);
     uint32_t out = rpc_arch_flag_load(mask, rpc_out_flag_(process, index)) & 1u;
-    if ((in != out) != (process->server != 0)) {
-        if (process->server)
-            rpc_arch_unlock(mask, &process->locks[w], bit);
-        else
-            rpc_arch_unlock_word(mask, &process->locks[index], old);
-        return false;
-    }
+    if ((in != out) != (process->server != 0))
+        goto busy;
     rpc_acquire_in_(process, mask, index);
+    if (process->server && (rpc_arch_flag_load(mask, rpc_in_flag_(process, index)) & RPC_FLAG_SHORT) &&
+        !rpc_server_unpack_short_(process, index))
+        goto busy;
     *out_p = out;
     return true;
+busy:
+    if (process->server)
+        rpc_arch_unlock(mask, &process->locks[w], bit);
+    else
+        rpc_arch_unlock_word(mask, &process->locks[index], old);
+    return false;
 }
 
 static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint32_t index,
-                                        uint64_t mask, uint32_t opcode, uint32_t out, uint32_t seq)
+                                        uint64_t mask, uint32_t opcode, uint32_t out, uint32_t seq,
+                                        uint32_t read)
 {
     rpc_port_t port;
     port.lane_mask_ = mask;
@@ -543,9 +622,26 @@ static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint3
     port.index_ = index;
     port.opcode_ = opcode;
     port.state_ = RPC_PS_OPEN | RPC_PS_OWNED | RPC_PS_FIRST | (out ? RPC_PS_OUT : 0u) |
-                  (process->server ? RPC_PS_SERVER : 0u);
+                  (process->server ? RPC_PS_SERVER : 0u) | read;
     port.key_ = rpc_port_key_(process, index);
     return port;
+}
+
+/* The client's first send of a call writes {lane_mask, opcode, seq} into the header (a short
+ * request carries them in its meta word instead).  Host: lane mask and opcode are written only
+ * when they change.  A GPU always writes: its stores to host memory are posted, a read is a
+ * round trip over the link. */
+static inline void rpc_header_write_(struct rpc_process *p, const rpc_port_t *port)
+{
+    struct rpc_header *header = &p->headers[port->index_];
+    if (rpc_arch_is_first_lane(port->lane_mask_)) {
+        if (RPC_ARCH_SIMT || header->lane_mask != port->lane_mask_ ||
+            header->opcode != port->opcode_) {
+            header->lane_mask = port->lane_mask_;
+            header->opcode = port->opcode_;
+        }
+        header->seq = port->seq_;
+    }
 }
 
 /* Operations shared by both sides.  Return false: still the other side's
@@ -559,6 +655,8 @@ static inline bool rpc_try_send_(struct rpc_process *process, rpc_port_t *port, 
     RPC_ASSERT(!(process->server && (port->state_ & RPC_PS_FIRST)));
     if (!rpc_acquire_(process, port))
         return false;
+    if (!process->server && (port->state_ & RPC_PS_FIRST))
+        rpc_header_write_(process, port);
     if (fill != NULL)
         rpc_invoke_(process, port, fill, arg);
     rpc_release_(process, port);
@@ -585,8 +683,11 @@ static inline bool rpc_try_recv_(struct rpc_process *process, rpc_port_t *port, 
     if (process->server ? !rpc_acquire_(process, port)
                         : !(port->state_ & RPC_PS_OWNED) && !rpc_head_arrived_(process, port))
         return false;
-    if (use != NULL)
+    if (use != NULL) {
         rpc_invoke_(process, port, use, arg);
+        if (!process->server)
+            port->state_ |= RPC_PS_READ;
+    }
     port->state_ |= RPC_PS_RECEIVED;
     port->state_ &= ~(uint32_t)RPC_PS_FIRST;
     return true;
@@ -624,7 +725,8 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
          * opener may skip the mailbox reads.  After a send the server owns it: unknown. */
         uint32_t next = port->seq_ << RPC_CS_SEQ_SHIFT;
         if (port->state_ & RPC_PS_OWNED)
-            next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
+            next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u) |
+                    ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
         rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);
     }
     port->state_ = 0;
@@ -770,6 +872,8 @@ static inline void rpc_recv_n_data_(struct rpc_process *process, rpc_port_t *por
 #endif
     struct rpc_stream_ s = {NULL, dst, sizes, cap, NULL, 0, 0};
     rpc_invoke_(process, port, rpc_stream_first_use_, &s);
+    if (!process->server)
+        port->state_ |= RPC_PS_READ;
     for (s.offset = RPC_STREAM_FIRST; rpc_stream_more_(port, &s, own); s.offset += RPC_BUFFER_SIZE)
         rpc_recv_(process, port, rpc_stream_use_, &s);
 }
@@ -790,25 +894,6 @@ static inline tether_status_t rpc_client_init(struct rpc_client *client, void *r
         return status;
     rpc_process_init_(&client->process, region, ports, lanes, locks, 0);
     return TETHER_OK;
-}
-
-/* A port the client just took (its state word gave the call's seq): writes {lane_mask, opcode,
- * seq} into its header and makes the handle.  Host:
- * lane mask and opcode are written only when they change.  A GPU always writes: its stores to
- * host memory are posted, a read is a round trip over the link. */
-static inline rpc_port_t rpc_client_opened_(struct rpc_process *p, uint32_t index,
-                                            uint64_t lane_mask, uint32_t opcode, uint32_t out,
-                                            uint32_t seq)
-{
-    struct rpc_header *header = &p->headers[index];
-    if (rpc_arch_is_first_lane(lane_mask)) {
-        if (RPC_ARCH_SIMT || header->lane_mask != lane_mask || header->opcode != opcode) {
-            header->lane_mask = lane_mask;
-            header->opcode = opcode;
-        }
-        header->seq = seq;
-    }
-    return rpc_port_make_(p, index, lane_mask, opcode, out, seq);
 }
 
 /* One sweep over all ports starting at port `hint % ports` (spread callers,
@@ -842,11 +927,11 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             free &= ~(~0u << (start % 32)); /* wrapped around: ports < start */
         while (free) {
             uint32_t bit = (uint32_t)__builtin_ctz(free);
-            uint32_t index = w * 32 + bit, out, seq;
+            uint32_t index = w * 32 + bit, out, seq, read;
             free &= free - 1;
-            if (!rpc_try_take_(p, lane_mask, index, &out, &seq))
+            if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read))
                 continue;
-            *port_p = rpc_client_opened_(p, index, lane_mask, opcode, out, seq);
+            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read);
             return true;
         }
     }
@@ -863,10 +948,10 @@ static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t 
     RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
     opcode = rpc_arch_broadcast(lane_mask, opcode);
     index = rpc_arch_broadcast(lane_mask, index) % p->ports;
-    uint32_t out, seq;
-    if (!rpc_try_take_(p, lane_mask, index, &out, &seq))
+    uint32_t out, seq, read;
+    if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read))
         return false;
-    *port_p = rpc_client_opened_(p, index, lane_mask, opcode, out, seq);
+    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read);
     return true;
 }
 
@@ -889,6 +974,55 @@ static inline void rpc_client_send(struct rpc_client *client, rpc_port_t *port, 
     rpc_send_(&client->process, port, fill, arg);
 }
 
+/* Largest packet prefix a short request carries (all of a packet). */
+#define RPC_SHORT_MAX RPC_BUFFER_SIZE
+
+/* The meta word of a short request: tag, opcode, lane and number of data words. */
+static inline uint64_t rpc_short_meta_(uint64_t tag, uint32_t opcode, uint32_t lane, uint32_t n)
+{
+    return tag | (uint64_t)opcode << 16 | (uint64_t)(lane & 0x3fu) << 48 | (uint64_t)n << 54;
+}
+
+/* Sends the call's first packet as a short request (SHORT REQUESTS): bytes [0, nbytes) of the
+ * 64-byte packet `pkt` (the server sees zeros after them), with no fence before the flag unless
+ * buffers were read since the last one.  Only as the first operation after open, on a port of
+ * one lane; never waits (open leaves the port with the client). */
+static inline void rpc_client_send_short(struct rpc_client *client, rpc_port_t *port,
+                                         const uint64_t *pkt, uint32_t nbytes)
+{
+    struct rpc_process *p = &client->process;
+    rpc_port_check_(p, port);
+    RPC_ASSERT((port->state_ & (RPC_PS_FIRST | RPC_PS_OWNED)) == (RPC_PS_FIRST | RPC_PS_OWNED));
+    RPC_ASSERT((port->lane_mask_ & (port->lane_mask_ - 1)) == 0);
+    RPC_ASSERT(nbytes <= RPC_SHORT_MAX);
+    uint32_t n = (nbytes + 5) / 6;
+    uint64_t tag = rpc_head_tag_(port->seq_);
+    uint64_t w[RPC_SHORT_WORDS];
+    w[0] = rpc_short_meta_(tag, port->opcode_, (uint32_t)__builtin_ctzll(port->lane_mask_), n);
+    for (uint32_t k = 0; k < RPC_SHORT_DATA; k++) {
+        /* Data word k: packet bytes [6k, 6k + 6), those from nbytes on as zeros. */
+        uint32_t bit = 48 * k, i = bit / 64, sh = bit % 64;
+        uint64_t v = i < 8 ? pkt[i] >> sh : 0;
+        if (sh > 16 && i + 1 < 8)
+            v |= pkt[i + 1] << (64 - sh);
+        uint32_t keep = nbytes > 6 * k ? nbytes - 6 * k : 0;
+        v &= keep >= 6 ? 0xffffffffffffull : ((uint64_t)1 << (8 * keep)) - 1;
+        w[1 + k] = tag | v << 16;
+    }
+    /* Words past n are stored only to round up to pairs (the GPU stores 16 bytes at a time):
+     * zero, which they are already. */
+    for (uint32_t k = n + 1; k < RPC_SHORT_WORDS; k++)
+        w[k] = 0;
+    rpc_arch_req_store(port->lane_mask_, p->headers[port->index_].req, w, n + 1);
+    uint32_t flag = ((port->state_ & RPC_PS_OUT) ? 0u : 1u) | RPC_FLAG_SHORT;
+    if (port->state_ & RPC_PS_READ)
+        rpc_arch_flag_store(port->lane_mask_, rpc_out_flag_(p, port->index_), flag);
+    else
+        rpc_arch_flag_store_posted(port->lane_mask_, rpc_out_flag_(p, port->index_), flag);
+    port->state_ ^= RPC_PS_OUT;
+    port->state_ &= ~(uint32_t)(RPC_PS_OWNED | RPC_PS_READ | RPC_PS_RECEIVED | RPC_PS_FIRST);
+}
+
 /* Waits until the server has answered (its head arrived), runs use for each active lane (use
  * may be NULL: the buffers are not read, and rpc_port_head() has the head's payload). */
 static inline void rpc_client_recv(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn use,
@@ -906,6 +1040,7 @@ static inline void rpc_client_peek(struct rpc_client *client, rpc_port_t *port, 
     RPC_ASSERT((port->state_ & (RPC_PS_OWNED | RPC_PS_RECEIVED | RPC_PS_STREAM)) ==
                (RPC_PS_OWNED | RPC_PS_RECEIVED));
     rpc_invoke_(&client->process, port, use, arg);
+    port->state_ |= RPC_PS_READ;
 }
 
 /* Non-blocking send/recv: false means "still the server's turn", nothing was
@@ -984,7 +1119,7 @@ static inline rpc_port_t rpc_server_opened_(struct rpc_process *p, uint32_t inde
 {
     const struct rpc_header *header = &p->headers[index];
     return rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p), header->opcode, out,
-                          header->seq);
+                          header->seq, 0);
 }
 
 /* A hint, without locking: does a call wait on port `index` (c != s)?  Two relaxed loads. */
@@ -992,7 +1127,8 @@ static inline bool rpc_server_waiting(struct rpc_server *server, uint32_t index)
 {
     struct rpc_process *p = &server->process;
     return index < p->ports &&
-           rpc_arch_flag_load(1, &p->cflags[index]) != rpc_arch_flag_load(1, &p->sflags[index]);
+           ((rpc_arch_flag_load(1, &p->cflags[index]) ^ rpc_arch_flag_load(1, &p->sflags[index])) &
+            1u) != 0;
 }
 
 /* One sweep for a port with a call waiting (c != s), starting where the
@@ -1020,9 +1156,9 @@ static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *po
             ready &= ~(~0u << (start % 32));
         while (ready) {
             uint32_t bit = (uint32_t)__builtin_ctz(ready);
-            uint32_t index = w * 32 + bit, out, seq;
+            uint32_t index = w * 32 + bit, out, seq, read;
             ready &= ready - 1;
-            if (!rpc_try_take_(p, mask, index, &out, &seq))
+            if (!rpc_try_take_(p, mask, index, &out, &seq, &read))
                 continue;
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
             *port_p = rpc_server_opened_(p, index, out);
@@ -1039,9 +1175,9 @@ static inline bool rpc_server_try_open_port(struct rpc_server *server, uint32_t 
 {
     struct rpc_process *p = &server->process;
     const uint64_t mask = 1;
-    uint32_t out, seq;
+    uint32_t out, seq, read;
     if (index >= p->ports || !rpc_server_waiting(server, index) ||
-        !rpc_try_take_(p, mask, index, &out, &seq))
+        !rpc_try_take_(p, mask, index, &out, &seq, &read))
         return false;
     *port_p = rpc_server_opened_(p, index, out);
     return true;

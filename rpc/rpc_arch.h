@@ -28,9 +28,14 @@
  *   - rpc_arch_load(), rpc_arch_flag_load(), rpc_arch_diff32(),
  *     rpc_arch_head_load() and rpc_arch_broadcast() return the same value to
  *     every lane in `mask` (the first lane's).
- *   - A flag byte is written only through rpc_arch_flag_store(), by the one
- *     agent of its side that holds the port, so no read-modify-write is
- *     needed; the other side only reads it.
+ *   - A flag byte is written only through rpc_arch_flag_store() or
+ *     rpc_arch_flag_store_posted(), by the one agent of its side that holds
+ *     the port, so no read-modify-write is needed; the other side only reads
+ *     it.  Bit 0 is the outbox bit (the only bit rpc_arch_diff32() compares);
+ *     bit 1 marks a short request.
+ *   - Request words (rpc_arch_req_*) are single-copy atomic 64-bit words,
+ *     stored by a client with no ordering among them, read and zeroed by the
+ *     server.
  *
  * Freestanding: <stdint.h>, <stdbool.h> and, on the host, <stdatomic.h>.
  */
@@ -62,6 +67,10 @@
 #define RPC_ARCH_TSAN 1
 #endif
 #endif
+
+/* Words of a short request in a port header (rpc.h, SHORT REQUESTS): a meta word and eleven
+ * data words. */
+#define RPC_SHORT_WORDS 12u
 
 /* Spins of rpc_arch_backoff() before a host waiter starts yielding its CPU. */
 #ifndef RPC_HOST_SPINS
@@ -221,11 +230,12 @@ static inline uint32_t rpc_arch_diff32(uint64_t mask, rpc_flag_t *a, rpc_flag_t 
                 << i;
 #elif defined(__SSE2__)
     const __m128i *va = (const __m128i *)(const void *)a, *vb = (const __m128i *)(const void *)b;
-    uint32_t same =
-        (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(va), _mm_load_si128(vb))) |
-        (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_load_si128(va + 1), _mm_load_si128(vb + 1)))
-            << 16;
-    bits = ~same;
+    const __m128i one = _mm_set1_epi8(1);
+    /* A byte's bit 0 moved to its top bit: movemask collects the outbox bits that differ. */
+    __m128i d0 = _mm_slli_epi16(_mm_and_si128(_mm_xor_si128(_mm_load_si128(va), _mm_load_si128(vb)), one), 7);
+    __m128i d1 = _mm_slli_epi16(
+        _mm_and_si128(_mm_xor_si128(_mm_load_si128(va + 1), _mm_load_si128(vb + 1)), one), 7);
+    bits = (uint32_t)_mm_movemask_epi8(d0) | (uint32_t)_mm_movemask_epi8(d1) << 16;
 #else
     for (uint32_t i = 0; i < 4; i++) {
         uint64_t x =
@@ -266,6 +276,32 @@ static inline void rpc_arch_head_clear(uint64_t mask, rpc_head_word_t *head)
     (void)mask;
     atomic_store_explicit(&head[0], 0, memory_order_relaxed);
     atomic_store_explicit(&head[1], 0, memory_order_relaxed);
+}
+
+/* A client flip that needs no fence before it (a short request whose words carry their own
+ * tags).  On the host a release store costs nothing more, so it stays one. */
+static inline void rpc_arch_flag_store_posted(uint64_t mask, rpc_flag_t *flag, uint32_t value)
+{
+    rpc_arch_flag_store(mask, flag, value);
+}
+
+/* Relaxed stores of request words 0 .. count - 1, in no particular order. */
+static inline void rpc_arch_req_store(uint64_t mask, rpc_head_word_t *req, const uint64_t *w,
+                                      uint32_t count)
+{
+    (void)mask;
+    for (uint32_t k = 0; k < count; k++)
+        atomic_store_explicit(&req[k], w[k], memory_order_relaxed);
+}
+
+static inline uint64_t rpc_arch_req_load(rpc_head_word_t *word)
+{
+    return atomic_load_explicit(word, memory_order_relaxed);
+}
+
+static inline void rpc_arch_req_clear(rpc_head_word_t *word)
+{
+    atomic_store_explicit(word, 0, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -458,6 +494,40 @@ static inline void rpc_arch_head_clear(uint64_t mask, rpc_head_word_t *head)
                          : "memory");
 }
 
+/* The flip of a short request: the byte alone, no fence (the request words carry tags). */
+static inline void rpc_arch_flag_store_posted(uint64_t mask, rpc_flag_t *flag, uint32_t value)
+{
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        *(volatile uint8_t *)flag = (uint8_t)value;
+    rpc_arch_sync(mask);
+}
+
+/* Request words 0 .. count - 1 as posted 16-byte stores (count rounded up to pairs; `w` has
+ * RPC_SHORT_WORDS entries).  The loop is unrolled so that `w` stays in registers. */
+static inline void rpc_arch_req_store(uint64_t mask, rpc_head_word_t *req, const uint64_t *w,
+                                      uint32_t count)
+{
+    if (!rpc_arch_is_first_lane(mask))
+        return;
+#pragma unroll
+    for (uint32_t k = 0; k < RPC_SHORT_WORDS; k += 2)
+        if (k < count)
+            __asm__ volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(req + k),
+                             "l"(w[k]), "l"(w[k + 1])
+                             : "memory");
+}
+
+static inline uint64_t rpc_arch_req_load(rpc_head_word_t *word)
+{
+    return *(volatile uint64_t *)word;
+}
+
+static inline void rpc_arch_req_clear(rpc_head_word_t *word)
+{
+    *(volatile uint64_t *)word = 0;
+}
+
 /* ------------------------------------------------------------------------ */
 #elif defined(RPC_ARCH_AMDGCN)
 
@@ -615,6 +685,35 @@ static inline void rpc_arch_head_clear(uint64_t mask, rpc_head_word_t *head)
         __atomic_store_n(&head[0], 0, __ATOMIC_RELAXED);
         __atomic_store_n(&head[1], 0, __ATOMIC_RELAXED);
     }
+}
+
+static inline void rpc_arch_flag_store_posted(uint64_t mask, rpc_flag_t *flag, uint32_t value)
+{
+    rpc_arch_sync(mask);
+    if (rpc_arch_is_first_lane(mask))
+        __atomic_store_n(flag, (uint8_t)value, __ATOMIC_RELAXED);
+    rpc_arch_sync(mask);
+}
+
+static inline void rpc_arch_req_store(uint64_t mask, rpc_head_word_t *req, const uint64_t *w,
+                                      uint32_t count)
+{
+    if (!rpc_arch_is_first_lane(mask))
+        return;
+#pragma unroll
+    for (uint32_t k = 0; k < RPC_SHORT_WORDS; k++)
+        if (k < count)
+            __atomic_store_n(&req[k], w[k], __ATOMIC_RELAXED);
+}
+
+static inline uint64_t rpc_arch_req_load(rpc_head_word_t *word)
+{
+    return __atomic_load_n(word, __ATOMIC_RELAXED);
+}
+
+static inline void rpc_arch_req_clear(rpc_head_word_t *word)
+{
+    __atomic_store_n(word, 0, __ATOMIC_RELAXED);
 }
 
 #endif

@@ -84,24 +84,38 @@ struct dev_tx {
     uint64_t sent; /* stream bytes handed over so far */
 };
 
+/* A message that is one packet: [u64 length][bytes], the rest zero. */
+static bool tx_one_packet(const struct dev_tx *tx)
+{
+    return tx->sent == 0 && tx->niov == 1 && tx->len <= RPC_STREAM_FIRST;
+}
+
+/* Builds that packet in registers (the loop is unrolled, so the packet words have constant
+ * indices): no trip through local memory. */
+static void tx_packet(const struct dev_tx *tx, uint64_t *w)
+{
+    const unsigned char *src = (const unsigned char *)tx->iov[0].base;
+    w[0] = tx->len;
+    for (uint32_t i = 1; i < RPC_BUFFER_SIZE / 8; i++)
+        w[i] = 0;
+#if defined(__clang__)
+#pragma unroll
+#endif
+    for (uint32_t k = 0; k < RPC_STREAM_FIRST; k++) {
+        if (k >= tx->len)
+            break;
+        w[1 + k / 8] |= (uint64_t)src[k] << (8 * (k % 8));
+    }
+}
+
 /* Fills the next 64 bytes of the stream (called once per lane buffer, in
  * ascending lane order for wide calls). */
 static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
     struct dev_tx *tx = (struct dev_tx *)arg;
-    if (tx->sent == 0 && tx->niov == 1 && tx->len <= RPC_STREAM_FIRST) {
-        /* The whole message in one packet, built in registers (the loop is unrolled, so the
-         * packet words have constant indices): no trip through local memory. */
-        _Alignas(16) uint64_t w[RPC_BUFFER_SIZE / 8] = {tx->len, 0, 0, 0, 0, 0, 0, 0};
-        const unsigned char *src = (const unsigned char *)tx->iov[0].base;
-#if defined(__clang__)
-#pragma unroll
-#endif
-        for (uint32_t k = 0; k < RPC_STREAM_FIRST; k++) {
-            if (k >= tx->len)
-                break;
-            w[1 + k / 8] |= (uint64_t)src[k] << (8 * (k % 8));
-        }
+    if (tx_one_packet(tx)) {
+        _Alignas(16) uint64_t w[RPC_BUFFER_SIZE / 8];
+        tx_packet(tx, w);
         dev_packet_store(buffer, w);
         tx->sent = RPC_BUFFER_SIZE;
         (void)lane;
@@ -228,14 +242,23 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
     DEV_PROF_(0);
     rpc_port_t port = dev_open_home(&client, opcode, mask);
     DEV_PROF_(1);
+#if defined(RPC_ARCH_NVPTX)
+    if (tx_one_packet(&tx)) {
+        /* One thread, one packet: a short request (tagged words, no fence before the flag). */
+        _Alignas(16) uint64_t w[RPC_BUFFER_SIZE / 8];
+        tx_packet(&tx, w);
+        rpc_client_send_short(&client, &port, w, (uint32_t)(8 + tx.len));
+        tx.sent = RPC_BUFFER_SIZE;
+    }
+#endif
     bool first = true;
-    do {
+    while (rpc_arch_any(mask, tx.sent < 8 + tx.len)) {
         rpc_client_send(&client, &port, tx_fill, &tx);
         if (first) {
             dev_ring(c);
             first = false;
         }
-    } while (rpc_arch_any(mask, tx.sent < 8 + tx.len));
+    }
     DEV_PROF_(2);
 
     if (answer) {

@@ -30,7 +30,7 @@
 #include "tether/rpc_opcodes.h"
 
 #define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
-#define TETHER_RPC_CLIENT_VERSION 3u        /* 3: answer heads, a state word per port */
+#define TETHER_RPC_CLIENT_VERSION 4u /* 4: short requests (128-byte headers) */
 #define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
 #define TETHER_RPC_DEVICE_PORTS_MAX 16384u
 

@@ -58,14 +58,14 @@ static void get(struct rpc_buffer *b, uint32_t lane, void *arg)
 static void test_layout(void)
 {
     /* 1 port, 1 lane: 64 (client flag bytes) + 64 (server's) + 64 (32-byte header) + 64. */
-    CHECK(rpc_region_size(1, 1) == 256);
-    CHECK(rpc_region_size(32, 1) == 64 + 64 + 1024 + 32 * 64);
-    CHECK(rpc_region_size(33, 2) == 64 + 64 + 1088 + 33 * 2 * 64);
-    CHECK(rpc_region_size(65536, 1) == 2 * 65536 + 2097152 + 4194304ull);
-    CHECK(rpc_region_size(4096, 64) == 2 * 4096 + 131072 + 4096ull * 64 * 64);
+    CHECK(rpc_region_size(1, 1) == 320);
+    CHECK(rpc_region_size(32, 1) == 64 + 64 + 4096 + 32 * 64);
+    CHECK(rpc_region_size(33, 2) == 64 + 64 + 4224 + 33 * 2 * 64);
+    CHECK(rpc_region_size(65536, 1) == 2 * 65536 + 8388608 + 4194304ull);
+    CHECK(rpc_region_size(4096, 64) == 2 * 4096 + 524288 + 4096ull * 64 * 64);
     CHECK(rpc_region_size(0, 1) == 0 && rpc_region_size(1, 0) == 0);
     CHECK(rpc_region_size(1, 65) == 0 && rpc_region_size(RPC_PORTS_MAX + 1, 1) == 0);
-    CHECK(rpc_region_size(RPC_PORTS_MAX, 64) == 2 * 1048576 + 33554432ull + (1ull << 32));
+    CHECK(rpc_region_size(RPC_PORTS_MAX, 64) == 2 * 1048576 + 134217728ull + (1ull << 32));
     /* One state word per port. */
     CHECK(rpc_lock_size(1) == 4 && rpc_lock_size(33) == 132 && rpc_lock_size(65536) == 262144);
     CHECK(rpc_lock_size(0) == 0);
@@ -81,7 +81,7 @@ static void test_layout(void)
     }
 
     /* init rejects what it cannot use and writes nothing then. */
-    static _Alignas(64) char region[256];
+    static _Alignas(64) char region[320];
     uint32_t locks[1];
     struct rpc_client c;
     CHECK(rpc_client_init(&c, NULL, 1, 1, locks) == TETHER_ERR_INVALID);
@@ -91,7 +91,7 @@ static void test_layout(void)
     CHECK(rpc_client_init(&c, region, 1, 65, locks) == TETHER_ERR_INVALID);
     CHECK(rpc_client_init(NULL, region, 1, 1, locks) == TETHER_ERR_INVALID);
     CHECK(rpc_client_init(&c, region, 1, 1, locks) == TETHER_OK);
-    CHECK((char *)c.process.buffers == region + 192);
+    CHECK((char *)c.process.buffers == region + 256);
 }
 
 /* One call stepped by hand: send, send (server recv, recv), recv. */
@@ -425,8 +425,8 @@ static void test_lanes(uint32_t lanes)
         uint64_t v = 1, got[64] = {0};
         rpc_port_t cp, sp;
         CHECK(rpc_client_try_open(&p.client, 5, 1, 1, &cp));
-        p.client.process.headers[rpc_port_index(&cp)].lane_mask = ~0ull; /* corrupt */
         CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+        p.client.process.headers[rpc_port_index(&cp)].lane_mask = ~0ull; /* corrupt */
         CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_lane_mask(&sp) == full);
         CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
         rpc_server_close(&p.server, &sp);

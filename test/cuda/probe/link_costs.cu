@@ -183,18 +183,37 @@ __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long l
 // 2: request as today, answer tagged (tag in the high half of every 8-byte word; the GPU polls the
 // answer itself).  3: both tagged: the GPU stores a tagged packet and flips with no fence; the
 // host, seeing the flip, polls the packet's tags.
-__global__ void client(struct shared *h, int shape, unsigned long long *out)
+// 11, 12: the short-call shape: a device lock (atom.acquire.gpu), a tagged request of four
+// 16-byte stores, a plain flag store, a 16-byte volatile answer poll, then the unlock as
+// st.release.gpu (11) or st.relaxed.gpu (12).
+__global__ void client(struct shared *h, int shape, unsigned *dev_word, unsigned long long *out)
 {
     unsigned long long t0 = 0;
     for (unsigned i = 1; i <= ROUNDS; i++) {
         if (i == WARM + 1)
             t0 = gtime();
         unsigned long long sum = 0;
-        if (shape == 0) {
+        if (shape >= 11) {
+            unsigned old;
+            asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 1;" : "=r"(old) : "l"(dev_word) : "memory");
+            unsigned long long tag = (unsigned long long)i << 32;
+            for (int k = 0; k < 4; k++)
+                store16(&h->req[2 * k], tag | (2 * k) | (old & 1), tag | (2 * k + 1));
+            *(volatile unsigned *)&h->req_flag = i;
+            unsigned long long a, b;
+            do
+                load16(&h->ans[0], &a, &b);
+            while ((a & 0xffffffff00000000ull) != tag || (b & 0xffffffff00000000ull) != tag);
+            sum = 3;
+            if (shape == 11)
+                asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)(a & 0)) : "memory");
+            else
+                asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)(a & 0)) : "memory");
+        } else if (shape == 0) {
             *(volatile unsigned *)&h->req_flag = i;
             while (*(volatile unsigned *)&h->ans_flag != i)
                 ;
-        } else if (shape == 1 || shape == 2 || shape >= 9) {
+        } else if (shape == 1 || shape == 2 || shape == 9 || shape == 10) {
             unsigned long long tag = (unsigned long long)i << 32;
             for (int k = 0; k < 4; k++)
                 store16(&h->req[2 * k], tag | (2 * k), tag | (2 * k + 1));
@@ -222,7 +241,7 @@ __global__ void client(struct shared *h, int shape, unsigned long long *out)
             else
                 *(volatile unsigned *)&h->req_flag = i; /* same parity as the flip */
         }
-        if (shape >= 2) {
+        if (shape >= 2 && shape <= 10) {
             unsigned long long tag = (unsigned long long)i << 32;
             for (;;) {
                 bool ok = true;
@@ -362,17 +381,19 @@ int main(void)
     for (int k = 0; k < 28; k++)
         printf("link_costs: %-48s %7.3f us\n", names[k], out[k] / 1e3 / N);
 
-    const char *shapes[11] = {"raw flag ping-pong", "rpc.h: packet, fence, flip / flip, fence, read",
+    const char *shapes[13] = {"raw flag ping-pong", "rpc.h: packet, fence, flip / flip, fence, read",
                              "tagged answer (request as rpc.h)", "tagged request and answer",
                              "tagged, st flag, ld.relaxed.sys answer", "tagged, st flag, 8 x 8 answer",
                              "tagged, st flag, 4 x 16 ld.cv answer", "tagged, st flag, 16-byte answer",
                              "tagged, st flag, 16-byte ld.acquire answer",
                              "rpc.h request, 16-byte ld.acquire answer",
-                             "fence + st flag, 16-byte ld.acquire answer"};
-    for (int shape = 0; shape < 11; shape++) {
+                             "fence + st flag, 16-byte ld.acquire answer",
+                             "lock, tagged, st flag, 16-byte answer, st.release",
+                             "lock, tagged, st flag, 16-byte answer, st.relaxed"};
+    for (int shape = 0; shape < 13; shape++) {
         memset(h, 0, sizeof *h);
         out[0] = out[1] = out[2] = 0;
-        client<<<1, 1>>>(d, shape, out);
+        client<<<1, 1>>>(d, shape, dev_word, out);
         CHECK(cudaGetLastError());
         if (serve(h, shape) != 0) {
             fprintf(stderr, "link_costs: shape %d: no request from the GPU\n", shape);
