@@ -214,6 +214,13 @@ void plugin_rpc_detach(struct plugin_device *dev)
                    (unsigned long long)st.calls, (unsigned long long)st.inline_answers,
                    (unsigned long long)st.printf_lines, (unsigned long long)st.unhandled,
                    (unsigned long long)st.malformed, (unsigned long long)st.wakeups);
+        if (st.timed_calls != 0)
+            plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+                       "rpc timing: %.0f ns per call from open to close; %llu calls followed "
+                       "one on the same port, %.0f ns from its close to their open",
+                       (double)st.serve_ns / (double)st.timed_calls,
+                       (unsigned long long)st.gaps,
+                       st.gaps ? (double)st.gap_ns / (double)st.gaps : 0.0);
         tether_rpc_server_destroy(node->srv);
         free(node);
         node = next;

@@ -309,8 +309,8 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
 
 /* Bits of a client port's state word. */
 #define RPC_CS_LOCK 0x1u  /* held by a client caller */
-#define RPC_CS_KNOWN 0x2u /* client-owned since its last close, outbox bit RPC_CS_OUT */
-#define RPC_CS_OUT 0x4u
+#define RPC_CS_KNOWN 0x2u /* client-owned since its last close */
+#define RPC_CS_OUT 0x4u   /* the client's outbox bit at the last close */
 #define RPC_CS_READ 0x8u    /* with KNOWN: buffers were read since the last fenced flip */
 #define RPC_CS_SEQ_SHIFT 8u /* bits 8..15: seq of the port's last call */
 
@@ -591,8 +591,11 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
         *read_p = (old & RPC_CS_READ) ? RPC_PS_READ : 0u;
         return true;
     }
+    /* The client's own outbox bit is in its state word (every close records it): a GPU's flag
+     * store may still be on its way to host memory when the next holder opens. */
     uint32_t in = rpc_in_bit_(process, mask, index);
-    uint32_t out = rpc_arch_flag_load(mask, rpc_out_flag_(process, index)) & 1u;
+    uint32_t out = process->server ? rpc_arch_flag_load(mask, rpc_out_flag_(process, index)) & 1u
+                                   : ((old & RPC_CS_OUT) ? 1u : 0u);
     if ((in != out) != (process->server != 0))
         goto busy;
     rpc_acquire_in_(process, mask, index);
@@ -722,12 +725,17 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
                         1u << (port->index_ % 32));
     } else {
         /* Still owned (nothing sent since the last receive, or since the open): the next
-         * opener may skip the mailbox reads.  After a send the server owns it: unknown. */
-        uint32_t next = port->seq_ << RPC_CS_SEQ_SHIFT;
+         * opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
+         * outbox bit is recorded either way.  The unlock needs release order only for buffer
+         * reads since the last fence (SHORT REQUESTS); otherwise a GPU stores it relaxed. */
+        uint32_t next = port->seq_ << RPC_CS_SEQ_SHIFT |
+                        ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
         if (port->state_ & RPC_PS_OWNED)
-            next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u) |
-                    ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
-        rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);
+            next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
+        if (port->state_ & RPC_PS_READ)
+            rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);
+        else
+            rpc_arch_unlock_word_relaxed(port->lane_mask_, &process->locks[port->index_], next);
     }
     port->state_ = 0;
 }

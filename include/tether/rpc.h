@@ -231,6 +231,13 @@ struct tether_rpc_stats {
     uint64_t heap_bytes;     /* device heap bytes handed out, live */
     uint64_t wakeups;        /* times the server thread woke from a sleep */
     uint64_t inline_answers; /* answers that also went in the head (tether/rpc_opcodes.h) */
+    /* With TETHER_RPC_TIMING set (else 0): calls timed, their total time from the server's open
+     * to its close, and for calls that followed a call on the same port, their number and the
+     * total time from that close to this open (the device's side of a round trip). */
+    uint64_t timed_calls;
+    uint64_t serve_ns;
+    uint64_t gaps;
+    uint64_t gap_ns;
 };
 void tether_rpc_server_stats(tether_rpc_server_t *server, struct tether_rpc_stats *stats_p);
 

@@ -52,6 +52,7 @@ struct srv_call {
     uint8_t lane_of[64]; /* unit -> lane */
     enum srv_phase phase;
     bool answered;      /* the server sent at least one packet of an answer */
+    uint64_t open_ns; /* TETHER_RPC_TIMING: when the server opened the call */
     struct srv_msg *rx; /* units entries (storage: msgs) */
     struct srv_msg *tx; /* units entries (storage: msgs) */
     struct srv_call *next_free;
@@ -141,6 +142,11 @@ struct tether_rpc_server {
     uint64_t flush_ns; /* CLOCK_MONOTONIC of the last flush */
 
     bool trace; /* TETHER_RPC_TRACE set: one diagnostic line per call (debugging) */
+    /* TETHER_RPC_TIMING set: time each call from open to close, and the gap between a call's
+     * close and the next call's open on the same port (a device thread's next call) */
+    bool timing;
+    uint32_t timing_port; /* port of the last call closed, + 1 (0: none) */
+    uint64_t timing_close_ns;
 
     /* exit requested by the device (handled after the sweep) */
     bool exit_pending;
@@ -154,6 +160,7 @@ struct tether_rpc_server {
     _Atomic uint64_t st_unhandled;
     _Atomic uint64_t st_malformed;
     _Atomic uint64_t st_wakeups;
+    _Atomic uint64_t st_timed_calls, st_serve_ns, st_gaps, st_gap_ns;
 
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;

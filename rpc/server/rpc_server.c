@@ -102,6 +102,7 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     srv->out = config->out ? config->out : stdout;
     srv->err = config->err ? config->err : stderr;
     srv->trace = getenv("TETHER_RPC_TRACE") != NULL;
+    srv->timing = getenv("TETHER_RPC_TIMING") != NULL;
     atomic_init(&srv->bell.seq, 0);
     atomic_init(&srv->bell.sleepers, 0);
     atomic_init(&srv->kernels, 0);
@@ -515,6 +516,13 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
         call->lane_of[0] = call->mask ? (uint8_t)__builtin_ctzll(call->mask) : 0;
     call->phase = SRV_RECV;
     call->answered = false;
+    if (srv->timing) {
+        call->open_ns = srv_now_ns();
+        if (srv->timing_port == rpc_port_index(&port) + 1) {
+            atomic_fetch_add(&srv->st_gaps, 1);
+            atomic_fetch_add(&srv->st_gap_ns, call->open_ns - srv->timing_close_ns);
+        }
+    }
     for (u = 0; u < call->units; u++) {
         msg_reset(&call->rx[u]);
         msg_reset(&call->tx[u]);
@@ -557,6 +565,12 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
         }
     }
     rpc_server_close(&srv->rpc, &call->port);
+    if (srv->timing) {
+        srv->timing_close_ns = srv_now_ns();
+        srv->timing_port = rpc_port_index(&call->port) + 1;
+        atomic_fetch_add(&srv->st_timed_calls, 1);
+        atomic_fetch_add(&srv->st_serve_ns, srv->timing_close_ns - call->open_ns);
+    }
     atomic_store_explicit(&srv->hot_answered, call->answered, memory_order_relaxed);
     atomic_fetch_add(&srv->st_calls, 1);
     if (srv->trace)
@@ -652,6 +666,10 @@ void tether_rpc_server_stats(tether_rpc_server_t *srv, struct tether_rpc_stats *
     s.unhandled = atomic_load(&srv->st_unhandled);
     s.malformed = atomic_load(&srv->st_malformed);
     s.wakeups = atomic_load(&srv->st_wakeups);
+    s.timed_calls = atomic_load(&srv->st_timed_calls);
+    s.serve_ns = atomic_load(&srv->st_serve_ns);
+    s.gaps = atomic_load(&srv->st_gaps);
+    s.gap_ns = atomic_load(&srv->st_gap_ns);
     pthread_mutex_lock(&srv->heap_lock);
     s.heap_chunks = srv->nallocs;
     s.heap_bytes = srv->heap_bytes;
