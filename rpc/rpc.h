@@ -726,16 +726,12 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
     } else {
         /* Still owned (nothing sent since the last receive, or since the open): the next
          * opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
-         * outbox bit is recorded either way.  The unlock needs release order only for buffer
-         * reads since the last fence (SHORT REQUESTS); otherwise a GPU stores it relaxed. */
+         * outbox bit is recorded either way. */
         uint32_t next = port->seq_ << RPC_CS_SEQ_SHIFT |
                         ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
         if (port->state_ & RPC_PS_OWNED)
             next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
-        if (port->state_ & RPC_PS_READ)
-            rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);
-        else
-            rpc_arch_unlock_word_relaxed(port->lane_mask_, &process->locks[port->index_], next);
+        rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);
     }
     port->state_ = 0;
 }
@@ -1003,6 +999,8 @@ static inline void rpc_client_send_short(struct rpc_client *client, rpc_port_t *
     RPC_ASSERT((port->state_ & (RPC_PS_FIRST | RPC_PS_OWNED)) == (RPC_PS_FIRST | RPC_PS_OWNED));
     RPC_ASSERT((port->lane_mask_ & (port->lane_mask_ - 1)) == 0);
     RPC_ASSERT(nbytes <= RPC_SHORT_MAX);
+    if (nbytes > RPC_SHORT_MAX)
+        nbytes = RPC_SHORT_MAX; /* misuse with checks off: never past req[] */
     uint32_t n = (nbytes + 5) / 6;
     uint64_t tag = rpc_head_tag_(port->seq_);
     uint64_t w[RPC_SHORT_WORDS];

@@ -185,13 +185,6 @@ static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_
     atomic_store_explicit(word, value, memory_order_release);
 }
 
-/* The unlock of a holder with no buffer reads to order (rpc.h, SHORT REQUESTS): relaxed on a
- * GPU; on the host a release store costs nothing more and keeps C11's happens-before. */
-static inline void rpc_arch_unlock_word_relaxed(uint64_t mask, rpc_word_t *word, uint32_t value)
-{
-    rpc_arch_unlock_word(mask, word, value);
-}
-
 /* A port's client outbox flag: one byte (0 or 1), written by the port's holder only. */
 typedef _Atomic uint8_t rpc_flag_t;
 
@@ -467,15 +460,6 @@ static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_
     rpc_arch_sync(mask);
 }
 
-/* st.relaxed.gpu: no membar (0.24 us on an H200, test/cuda/probe/link_costs.cu). */
-static inline void rpc_arch_unlock_word_relaxed(uint64_t mask, rpc_word_t *word, uint32_t value)
-{
-    rpc_arch_sync(mask);
-    if (rpc_arch_is_first_lane(mask))
-        __asm__ volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(word), "r"(value) : "memory");
-    rpc_arch_sync(mask);
-}
-
 typedef uint64_t rpc_head_word_t;
 
 /* One 16-byte ld.acquire.sys: both words in one read of host memory (measured on an H200 with
@@ -669,14 +653,6 @@ static inline bool rpc_arch_lock_word(uint64_t mask, rpc_word_t *word, uint32_t 
 static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_t value)
 {
     __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
-    rpc_arch_sync(mask);
-    if (rpc_arch_is_first_lane(mask))
-        __atomic_store_n(word, value, __ATOMIC_RELAXED);
-    rpc_arch_sync(mask);
-}
-
-static inline void rpc_arch_unlock_word_relaxed(uint64_t mask, rpc_word_t *word, uint32_t value)
-{
     rpc_arch_sync(mask);
     if (rpc_arch_is_first_lane(mask))
         __atomic_store_n(word, value, __ATOMIC_RELAXED);
