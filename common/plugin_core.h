@@ -176,5 +176,7 @@ tether_status_t plugin_probe_send(struct plugin *plugin, int32_t omp_device,
 
 /* Name of the device global that marks an image as an RPC client. */
 #define PLUGIN_RPC_CLIENT_SYMBOL "__tether_rpc_client"
+/* NVIDIA images also hold the client's first bytes in constant memory (optional symbol). */
+#define PLUGIN_RPC_CLIENT_CONST_SYMBOL "__tether_rpc_client_const"
 
 #endif /* TETHER_COMMON_PLUGIN_CORE_H */

@@ -154,6 +154,23 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
                                         tether_rpc_client_size());
     if (rc == TETHER_OK)
         rc = ops->memcpy_h2d(dev, global, buf, tether_rpc_client_size(), NULL, NULL, err);
+    if (rc == TETHER_OK) {
+        /* NVIDIA images read the client's fixed part from constant memory. */
+        void *cglobal = NULL;
+        size_t csize = 0;
+        struct tether_error lookup_err = {""};
+        if (ops->global_lookup(dev, loaded->module, PLUGIN_RPC_CLIENT_CONST_SYMBOL, &cglobal,
+                               &csize, &lookup_err) == TETHER_OK) {
+            if (csize != tether_rpc_client_const_size())
+                rc = plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                      "%s is %zu bytes, this plugin's RPC server expects %zu "
+                                      "(libtether-device.a and plugin from different versions?)",
+                                      PLUGIN_RPC_CLIENT_CONST_SYMBOL, csize,
+                                      tether_rpc_client_const_size());
+            else
+                rc = ops->memcpy_h2d(dev, cglobal, buf, csize, NULL, NULL, err);
+        }
+    }
     free(buf);
     if (rc != TETHER_OK)
         goto destroy;
@@ -217,10 +234,13 @@ void plugin_rpc_detach(struct plugin_device *dev)
         if (st.timed_calls != 0)
             plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
                        "rpc timing: %.0f ns per call from open to close; %llu calls followed "
-                       "one on the same port, %.0f ns from its close to their open",
+                       "one on the same port, %.0f ns from its close to their open; %llu seen "
+                       "by the thread's poll, %.0f ns from seen to open",
                        (double)st.serve_ns / (double)st.timed_calls,
                        (unsigned long long)st.gaps,
-                       st.gaps ? (double)st.gap_ns / (double)st.gaps : 0.0);
+                       st.gaps ? (double)st.gap_ns / (double)st.gaps : 0.0,
+                       (unsigned long long)st.seen,
+                       st.seen ? (double)st.seen_ns / (double)st.seen : 0.0);
         tether_rpc_server_destroy(node->srv);
         free(node);
         node = next;

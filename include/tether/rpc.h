@@ -98,6 +98,11 @@ struct tether_rpc_server_config {
 /* Size of the device global TETHER_RPC_CLIENT_SYMBOL that this library fills. */
 size_t tether_rpc_client_size(void);
 
+/* Size of the optional constant-memory copy "__tether_rpc_client_const" of NVIDIA images: the
+ * first bytes of the client (tether_rpc_server_client_bytes' buffer), everything but the port
+ * state words.  Write it from the same buffer before the first kernel. */
+size_t tether_rpc_client_const_size(void);
+
 /*
  * Creates the server of one device: allocates and zeroes the shared memory
  * (ports x lanes x 64 bytes plus mailboxes) and the heap reserve.
@@ -238,6 +243,10 @@ struct tether_rpc_stats {
     uint64_t serve_ns;
     uint64_t gaps;
     uint64_t gap_ns;
+    /* Calls the server thread saw waiting while it polled the ports of the last calls, and the
+     * total time from seeing them to opening them. */
+    uint64_t seen;
+    uint64_t seen_ns;
 };
 void tether_rpc_server_stats(tether_rpc_server_t *server, struct tether_rpc_stats *stats_p);
 

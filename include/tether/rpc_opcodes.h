@@ -169,16 +169,20 @@ static inline bool tether_rpc_inline_pack(uint32_t status, const unsigned char *
     return true;
 }
 
+/* Does the head hold a whole (inline) answer? */
+static inline bool tether_rpc_inline_is(const uint64_t head[2])
+{
+    return (head[0] & TETHER_RPC_INLINE) && ((head[0] >> 8) & 0xfu) <= TETHER_RPC_INLINE_MAX;
+}
+
 /* Unpacks an inline answer: its status and payload length, and min(length, cap) bytes to dst;
  * false when the head holds no inline answer. */
 static inline bool tether_rpc_inline_unpack(const uint64_t head[2], uint32_t *status_p,
                                             uint64_t *len_p, unsigned char *dst, uint64_t cap)
 {
-    if (!(head[0] & TETHER_RPC_INLINE))
+    if (!tether_rpc_inline_is(head))
         return false;
     uint64_t len = (head[0] >> 8) & 0xfu;
-    if (len > TETHER_RPC_INLINE_MAX)
-        return false;
     *status_p = (uint32_t)(head[0] & 0xffu);
     *len_p = len;
     for (uint64_t i = 0; i < len && i < cap; i++)

@@ -24,12 +24,31 @@ DEV_BEGIN
  * kernel; zero (no server) until then. */
 struct tether_rpc_device_client __tether_rpc_client;
 
-struct tether_rpc_device_client *tether_device_client(void)
+#if defined(RPC_ARCH_NVPTX)
+/* Its first bytes again, in constant memory (struct tether_rpc_device_const). */
+__attribute__((address_space(4))) struct tether_rpc_device_const __tether_rpc_client_const;
+#endif
+
+bool tether_device_config(struct tether_rpc_device_const *cfg)
 {
-    struct tether_rpc_device_client *c = &__tether_rpc_client;
-    if (c->magic != TETHER_RPC_CLIENT_MAGIC || c->version != TETHER_RPC_CLIENT_VERSION)
-        return NULL;
-    return c;
+#if defined(RPC_ARCH_NVPTX)
+    *cfg = *(const __attribute__((address_space(4))) struct tether_rpc_device_const *)&
+                __tether_rpc_client_const;
+#else
+    __builtin_memcpy(cfg, &__tether_rpc_client, sizeof *cfg);
+#endif
+    return cfg->magic == TETHER_RPC_CLIENT_MAGIC && cfg->version == TETHER_RPC_CLIENT_VERSION;
+}
+
+bool tether_device_attached(void)
+{
+#if defined(RPC_ARCH_NVPTX)
+    const __attribute__((address_space(4))) struct tether_rpc_device_const *c =
+        &__tether_rpc_client_const;
+#else
+    const struct tether_rpc_device_client *c = &__tether_rpc_client;
+#endif
+    return c->magic == TETHER_RPC_CLIENT_MAGIC && c->version == TETHER_RPC_CLIENT_VERSION;
 }
 
 static void dev_copy(void *dst, const void *src, uint64_t n)
@@ -196,7 +215,7 @@ static void rx_use(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 
 /* ---- doorbell ----------------------------------------------------------------------------- */
 
-static void dev_ring(const struct tether_rpc_device_client *c)
+static void dev_ring(const struct tether_rpc_device_const *c)
 {
 #if defined(RPC_ARCH_HOST)
     if (c->doorbell == 0)
@@ -228,7 +247,7 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
     return port;
 }
 
-static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, uint64_t mask,
+static void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opcode, uint64_t mask,
                           const struct dev_iov *iov, uint32_t niov, bool answer, void *dst,
                           uint64_t cap, uint64_t *len_p, uint32_t *status_p)
 {
@@ -236,17 +255,22 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
     for (uint32_t k = 0; k < niov; k++)
         tx.len += iov[k].len;
 
-    /* The client object (pointers and sizes, 64 bytes) in registers for the whole call: in
-     * device memory every field read after one of the call's fences would go to L2 again. */
+    /* The client object (pointers and sizes, 64 bytes) in registers for the whole call. */
     struct rpc_client client = c->client;
+#if defined(RPC_ARCH_NVPTX)
+    /* One thread, one packet: a short request (tagged words, no fence before the flag), its
+     * words built before the port's lock, whose acquire empties L1 (the caller's bytes, often
+     * on its stack, would then be read from L2). */
+    bool one = tx_one_packet(&tx);
+    _Alignas(16) uint64_t w[RPC_BUFFER_SIZE / 8];
+    if (one)
+        tx_packet(&tx, w);
+#endif
     DEV_PROF_(0);
     rpc_port_t port = dev_open_home(&client, opcode, mask);
     DEV_PROF_(1);
 #if defined(RPC_ARCH_NVPTX)
-    if (tx_one_packet(&tx)) {
-        /* One thread, one packet: a short request (tagged words, no fence before the flag). */
-        _Alignas(16) uint64_t w[RPC_BUFFER_SIZE / 8];
-        tx_packet(&tx, w);
+    if (one) {
         rpc_client_send_short(&client, &port, w, (uint32_t)(8 + tx.len));
         tx.sent = RPC_BUFFER_SIZE;
     }
@@ -266,21 +290,28 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
         rpc_client_recv(&client, &port, NULL, (void *)0);
         DEV_PROF_(5);
         uint64_t head[2] = {rpc_port_head(&port, 0), rpc_port_head(&port, 1)};
-        if (!tether_rpc_inline_unpack(head, status_p, len_p, (unsigned char *)dst, cap)) {
-            struct dev_rx rx;
-            rx.dst = (unsigned char *)dst;
-            rx.cap = cap;
-            rx.len = 0;
-            rx.got = 0;
-            rpc_client_peek(&client, &port, rx_use, &rx);
-            while (rpc_arch_any(mask, rx.got < 8 + rx.len))
-                rpc_client_recv(&client, &port, rx_use, &rx);
-            struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
-            if (rx.len >= sizeof ans)
-                dev_copy(&ans, rx.head + 8, sizeof ans);
-            *status_p = ans.status;
-            *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
+        if (tether_rpc_inline_is(head)) {
+            /* All of it in the head: unlock first, so that the unlock's release has no store
+             * of the answer to wait for. */
+            rpc_client_close(&client, &port);
+            DEV_PROF_(4);
+            tether_rpc_inline_unpack(head, status_p, len_p, (unsigned char *)dst, cap);
+            DEV_PROF_(3);
+            return;
         }
+        struct dev_rx rx;
+        rx.dst = (unsigned char *)dst;
+        rx.cap = cap;
+        rx.len = 0;
+        rx.got = 0;
+        rpc_client_peek(&client, &port, rx_use, &rx);
+        while (rpc_arch_any(mask, rx.got < 8 + rx.len))
+            rpc_client_recv(&client, &port, rx_use, &rx);
+        struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
+        if (rx.len >= sizeof ans)
+            dev_copy(&ans, rx.head + 8, sizeof ans);
+        *status_p = ans.status;
+        *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
         DEV_PROF_(3);
     }
     rpc_client_close(&client, &port);
@@ -290,9 +321,10 @@ static void dev_call_port(struct tether_rpc_device_client *c, uint32_t opcode, u
 bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
                         void *dst, uint64_t cap, uint64_t *len_p, uint32_t *status_p)
 {
-    struct tether_rpc_device_client *c = tether_device_client();
-    if (c == NULL)
+    struct tether_rpc_device_const cfg;
+    if (!tether_device_config(&cfg))
         return false;
+    const struct tether_rpc_device_const *c = &cfg;
 #if defined(RPC_ARCH_NVPTX)
     /* Each thread makes its own call (a one-lane port).  Under independent
      * thread scheduling the lanes that __activemask() reports need not meet
@@ -329,7 +361,7 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
 
 int tether_rpc_attached(void)
 {
-    return tether_device_client() != NULL;
+    return tether_device_attached();
 }
 
 int64_t tether_rpc_call(uint32_t opcode, const void *in, uint64_t in_size, void *out,

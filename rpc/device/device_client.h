@@ -32,6 +32,10 @@
 #define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
 #define TETHER_RPC_CLIENT_VERSION 4u /* 4: short requests (128-byte headers) */
 #define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
+/* NVIDIA images: a copy of the client's first TETHER_RPC_CLIENT_CONST_SIZE bytes (everything but
+ * the port state words) in constant memory, written by the host next to the global. */
+#define TETHER_RPC_CLIENT_CONST_SYMBOL "__tether_rpc_client_const"
+#define TETHER_RPC_CLIENT_CONST_SIZE 128u
 #define TETHER_RPC_DEVICE_PORTS_MAX 16384u
 
 /* Flags of struct tether_rpc_device_client. */
@@ -51,6 +55,29 @@ struct tether_rpc_device_client {
 };
 
 _Static_assert(offsetof(struct tether_rpc_device_client, client) == 64, "client layout");
+
+/* The read-only part of struct tether_rpc_device_client, field for field: what a call reads.
+ * A GPU thread reads it from constant memory (its own cache, which no memory fence empties: a
+ * call's acquire loads of host memory empty L1, and each read of device memory after one is
+ * a trip to L2, about 0.25 us on an H200). */
+struct tether_rpc_device_const {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t flags;
+    uint32_t device_id;
+    uint64_t doorbell;
+    uint64_t reserved[5];
+    struct rpc_client client;
+};
+
+_Static_assert(sizeof(struct tether_rpc_device_const) == TETHER_RPC_CLIENT_CONST_SIZE &&
+                   offsetof(struct tether_rpc_device_client, locks) ==
+                       TETHER_RPC_CLIENT_CONST_SIZE &&
+                   offsetof(struct tether_rpc_device_const, client) ==
+                       offsetof(struct tether_rpc_device_client, client) &&
+                   offsetof(struct tether_rpc_device_const, doorbell) ==
+                       offsetof(struct tether_rpc_device_client, doorbell),
+               "constant copy layout");
 
 /* The doorbell of host clients: a client bumps `seq` after its first packet
  * and, if `sleepers` is non-zero, wakes the server with FUTEX_WAKE_PRIVATE on

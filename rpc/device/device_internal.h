@@ -27,8 +27,12 @@ struct dev_iov {
     uint64_t len;
 };
 
-/* The client of this image, or NULL while no server is attached. */
-struct tether_rpc_device_client *tether_device_client(void);
+/* Copies the client's read-only part (from constant memory on NVIDIA) into *cfg; false while no
+ * server is attached. */
+bool tether_device_config(struct tether_rpc_device_const *cfg);
+
+/* Is a server attached? */
+bool tether_device_attached(void);
 
 /*
  * Makes one call: opens a port for the lanes calling together, sends the

@@ -158,7 +158,7 @@ static uint32_t stream_id(FILE *f)
 
 static bool attached(void)
 {
-    return tether_device_client() != NULL;
+    return tether_device_attached();
 }
 
 int vfprintf(FILE *f, const char *fmt, va_list ap)

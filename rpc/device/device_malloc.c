@@ -550,7 +550,7 @@ static void large_free(struct dev_block_hdr *s)
 
 static void *heap_alloc(uint64_t size, uint64_t align)
 {
-    if (tether_device_client() == (struct tether_rpc_device_client *)0)
+    if (!tether_device_attached())
         return (void *)0;
     if (size > (1ull << 47) || align > UNIT / 2)
         return (void *)0;

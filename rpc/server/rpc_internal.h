@@ -147,6 +147,7 @@ struct tether_rpc_server {
     bool timing;
     uint32_t timing_port; /* port of the last call closed, + 1 (0: none) */
     uint64_t timing_close_ns;
+    uint64_t timing_seen_ns; /* when the thread's poll of the hot ports saw a call (0: not) */
 
     /* exit requested by the device (handled after the sweep) */
     bool exit_pending;
@@ -160,7 +161,7 @@ struct tether_rpc_server {
     _Atomic uint64_t st_unhandled;
     _Atomic uint64_t st_malformed;
     _Atomic uint64_t st_wakeups;
-    _Atomic uint64_t st_timed_calls, st_serve_ns, st_gaps, st_gap_ns;
+    _Atomic uint64_t st_timed_calls, st_serve_ns, st_gaps, st_gap_ns, st_seen, st_seen_ns;
 
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;

@@ -20,6 +20,11 @@ size_t tether_rpc_client_size(void)
     return sizeof(struct tether_rpc_device_client);
 }
 
+size_t tether_rpc_client_const_size(void)
+{
+    return sizeof(struct tether_rpc_device_const);
+}
+
 static tether_status_t set_err(struct tether_error *err, tether_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -102,7 +107,8 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     srv->out = config->out ? config->out : stdout;
     srv->err = config->err ? config->err : stderr;
     srv->trace = getenv("TETHER_RPC_TRACE") != NULL;
-    srv->timing = getenv("TETHER_RPC_TIMING") != NULL;
+    const char *timing = getenv("TETHER_RPC_TIMING");
+    srv->timing = timing != NULL && timing[0] != '\0' && strcmp(timing, "0") != 0;
     atomic_init(&srv->bell.seq, 0);
     atomic_init(&srv->bell.sleepers, 0);
     atomic_init(&srv->kernels, 0);
@@ -522,6 +528,11 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
             atomic_fetch_add(&srv->st_gaps, 1);
             atomic_fetch_add(&srv->st_gap_ns, call->open_ns - srv->timing_close_ns);
         }
+        if (srv->timing_seen_ns != 0) {
+            atomic_fetch_add(&srv->st_seen, 1);
+            atomic_fetch_add(&srv->st_seen_ns, call->open_ns - srv->timing_seen_ns);
+            srv->timing_seen_ns = 0;
+        }
     }
     for (u = 0; u < call->units; u++) {
         msg_reset(&call->rx[u]);
@@ -670,6 +681,8 @@ void tether_rpc_server_stats(tether_rpc_server_t *srv, struct tether_rpc_stats *
     s.serve_ns = atomic_load(&srv->st_serve_ns);
     s.gaps = atomic_load(&srv->st_gaps);
     s.gap_ns = atomic_load(&srv->st_gap_ns);
+    s.seen = atomic_load(&srv->st_seen);
+    s.seen_ns = atomic_load(&srv->st_seen_ns);
     pthread_mutex_lock(&srv->heap_lock);
     s.heap_chunks = srv->nallocs;
     s.heap_bytes = srv->heap_bytes;

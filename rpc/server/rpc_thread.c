@@ -1,9 +1,10 @@
 /*
  * rpc/server/rpc_thread.c - the per-device server thread.
  *
- * Placement: on the cores local to the device's PCI address (sysfs
- * local_cpulist, through hwloc bitmaps), unless the machine has one NUMA node,
- * where any core is as good as another.
+ * Placement: on the cores the user lists in TETHER_RPC_CPUS; else on the cores
+ * local to the device's PCI address (sysfs local_cpulist, through hwloc
+ * bitmaps), unless the machine has one NUMA node, where any core is as good as
+ * another.
  *
  * Idle policy (all waits are on one futex word, srv->bell.seq, which
  * kernel_started/finished, notify and host clients' doorbells bump):
@@ -104,6 +105,34 @@ static bool bus_id_sane(const char *id)
     return true;
 }
 
+/* TETHER_RPC_CPUS: the user's list of cores for the thread (hwloc list syntax, "8" or
+ * "8-11,20"); true when it was given and usable (then it decided). */
+static bool placement_from_env(struct srv_thread *t, hwloc_topology_t topo)
+{
+    struct tether_rpc_server *srv = t->srv;
+    const char *list = getenv("TETHER_RPC_CPUS");
+    if (list == NULL || list[0] == '\0')
+        return false;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (set == NULL || hwloc_bitmap_list_sscanf(set, list) != 0) {
+        srv_diag(srv, "TETHER_RPC_CPUS=\"%s\" is not a list of cores (e.g. 8 or 8-11,20): ignored",
+                 list);
+        hwloc_bitmap_free(set);
+        return false;
+    }
+    hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
+    if (hwloc_bitmap_iszero(set)) {
+        srv_diag(srv, "TETHER_RPC_CPUS=\"%s\" names no core this process may use: ignored", list);
+        hwloc_bitmap_free(set);
+        return false;
+    }
+    char text[96];
+    hwloc_bitmap_list_snprintf(text, sizeof text, set);
+    snprintf(srv->where, sizeof srv->where, "thread on cores %s (TETHER_RPC_CPUS)", text);
+    t->cpuset = set;
+    return true;
+}
+
 /* Decides where the thread runs and writes srv->where. */
 static void placement_plan(struct srv_thread *t)
 {
@@ -114,6 +143,8 @@ static void placement_plan(struct srv_thread *t)
         snprintf(srv->where, sizeof srv->where, "thread on any core (hwloc failed)");
         return;
     }
+    if (placement_from_env(t, topo))
+        goto out;
     int numa = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
     if (numa <= 1) {
         snprintf(srv->where, sizeof srv->where, "thread on any core (one NUMA node)");
@@ -216,8 +247,15 @@ static void *thread_main(void *arg)
         }
         bool running = atomic_load(&srv->kernels) != 0;
         if (running && now_ns() - last < spin_ns) {
-            for (int k = 0; k < THREAD_HOT_POLLS && !srv_hot_waiting(srv); k++)
+            for (int k = 0; k < THREAD_HOT_POLLS; k++) {
+                if (srv_hot_waiting(srv)) {
+                    if (srv->timing &&
+                        atomic_load_explicit(&srv->hot_answered, memory_order_relaxed))
+                        srv->timing_seen_ns = now_ns(); /* a hot port has a call */
+                    break;
+                }
                 cpu_pause();
+            }
             continue;
         }
         struct timespec ts = {0, running ? sleep_ns : THREAD_IDLE_POLL_NS};

@@ -68,10 +68,13 @@ printf-control)
   check_printf "$work/expect.txt" "$work/out.txt"
   ;;
 heap | user)
-  # user: with LIBOMPTARGET_INFO's plugin bit, so the plugin logs its RPC counts at shutdown.
-  info=0
-  [ "$case_" = user ] && info=16
-  LIBOMPTARGET_INFO=$info "$bin/offload_$case_" > "$work/out.txt" 2> "$work/err.txt" ||
+  # user: with LIBOMPTARGET_INFO's plugin bit, so the plugin logs its RPC counts at shutdown,
+  # with TETHER_RPC_TIMING, so it also logs the server's time per call, and with the server
+  # thread placed on core 0 by TETHER_RPC_CPUS.
+  info=0 timing= cpus=
+  [ "$case_" = user ] && info=16 timing=1 cpus=0
+  LIBOMPTARGET_INFO=$info TETHER_RPC_TIMING=$timing TETHER_RPC_CPUS=$cpus \
+    "$bin/offload_$case_" > "$work/out.txt" 2> "$work/err.txt" ||
     fail "exit status $?: $(cat "$work/out.txt") $(head -c 500 "$work/err.txt")"
   cat "$work/out.txt"
   if [ "$case_" = heap ] && grep -q "^tether: " "$work/err.txt"; then
@@ -83,6 +86,11 @@ heap | user)
     stats=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc: [0-9]+ calls \([1-9][0-9]* answered inline\)" "$work/err.txt" | head -1)
     [ -n "$stats" ] || fail "no RPC counts with inline answers in the plugin's shutdown log: $(grep "rpc:" "$work/err.txt" | head -3)"
     echo "$stats"
+    timing=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc timing: [1-9][0-9]* ns per call from open to close; [0-9]+ calls followed" "$work/err.txt" | head -1)
+    [ -n "$timing" ] || fail "no RPC timing line with TETHER_RPC_TIMING set: $(grep "rpc" "$work/err.txt" | head -3)"
+    echo "$timing"
+    grep -q "rpc: .*thread on cores 0 (TETHER_RPC_CPUS)" "$work/err.txt" ||
+      fail "TETHER_RPC_CPUS=0 did not place the server thread: $(grep "rpc:" "$work/err.txt" | head -3)"
   fi
   ;;
 exit)
