@@ -247,6 +247,11 @@ struct tether_rpc_stats {
      * total time from seeing them to opening them. */
     uint64_t seen;
     uint64_t seen_ns;
+    /* Time in the services (formatting, the heap, user handlers), time inside
+     * tether_rpc_server_handle, and sweeps over every port that found no call. */
+    uint64_t service_ns;
+    uint64_t handle_ns;
+    uint64_t sweeps;
 };
 void tether_rpc_server_stats(tether_rpc_server_t *server, struct tether_rpc_stats *stats_p);
 

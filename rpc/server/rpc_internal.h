@@ -162,6 +162,7 @@ struct tether_rpc_server {
     _Atomic uint64_t st_malformed;
     _Atomic uint64_t st_wakeups;
     _Atomic uint64_t st_timed_calls, st_serve_ns, st_gaps, st_gap_ns, st_seen, st_seen_ns;
+    _Atomic uint64_t st_service_ns, st_handle_ns, st_sweeps;
 
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;

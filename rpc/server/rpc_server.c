@@ -554,7 +554,11 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
     for (;;) {
         if (call->phase == SRV_RECV) {
             if (units_complete(call->rx, call->units)) {
-                if (!srv_service_run(srv, call))
+                uint64_t t0 = srv->timing ? srv_now_ns() : 0;
+                bool answers = srv_service_run(srv, call);
+                if (srv->timing)
+                    atomic_fetch_add(&srv->st_service_ns, srv_now_ns() - t0);
+                if (!answers)
                     break;
                 for (uint32_t u = 0; u < call->units; u++)
                     call->tx[u].pos = 0;
@@ -613,6 +617,7 @@ tether_status_t tether_rpc_server_handle(tether_rpc_server_t *srv, uint32_t *pro
     uint32_t progress = 0;
     tether_status_t st = TETHER_OK;
     pthread_mutex_lock(&srv->handle_lock);
+    uint64_t handle_t0 = srv->timing ? srv_now_ns() : 0;
 
     /* Calls in flight first (they hold ports the device waits on). */
     for (uint32_t i = 0; i < srv->nactive;) {
@@ -644,6 +649,8 @@ tether_status_t tether_rpc_server_handle(tether_rpc_server_t *srv, uint32_t *pro
             got = hot != 0 && rpc_server_try_open_port(&srv->rpc, hot - 1, &port);
         }
         if (!got && !rpc_server_try_open(&srv->rpc, &port)) {
+            if (srv->timing)
+                atomic_fetch_add(&srv->st_sweeps, 1);
             call_put(srv, call);
             break;
         }
@@ -661,6 +668,8 @@ tether_status_t tether_rpc_server_handle(tether_rpc_server_t *srv, uint32_t *pro
     srv_flush_lazy(srv, progress);
     if (srv->exit_pending)
         finish_exit(srv);
+    if (srv->timing)
+        atomic_fetch_add(&srv->st_handle_ns, srv_now_ns() - handle_t0);
     pthread_mutex_unlock(&srv->handle_lock);
     if (progress_p != NULL)
         *progress_p = progress;
@@ -683,6 +692,9 @@ void tether_rpc_server_stats(tether_rpc_server_t *srv, struct tether_rpc_stats *
     s.gap_ns = atomic_load(&srv->st_gap_ns);
     s.seen = atomic_load(&srv->st_seen);
     s.seen_ns = atomic_load(&srv->st_seen_ns);
+    s.service_ns = atomic_load(&srv->st_service_ns);
+    s.handle_ns = atomic_load(&srv->st_handle_ns);
+    s.sweeps = atomic_load(&srv->st_sweeps);
     pthread_mutex_lock(&srv->heap_lock);
     s.heap_chunks = srv->nallocs;
     s.heap_bytes = srv->heap_bytes;
