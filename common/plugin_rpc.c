@@ -236,8 +236,7 @@ void plugin_rpc_detach(struct plugin_device *dev)
                        "rpc timing: %.0f ns per call from open to close; %llu calls followed "
                        "one on the same port, %.0f ns from its close to their open; %llu seen "
                        "by the thread's poll, %.0f ns from seen to open",
-                       (double)st.serve_ns / (double)st.timed_calls,
-                       (unsigned long long)st.gaps,
+                       (double)st.serve_ns / (double)st.timed_calls, (unsigned long long)st.gaps,
                        st.gaps ? (double)st.gap_ns / (double)st.gaps : 0.0,
                        (unsigned long long)st.seen,
                        st.seen ? (double)st.seen_ns / (double)st.seen : 0.0);

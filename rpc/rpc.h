@@ -308,9 +308,9 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
 }
 
 /* Bits of a client port's state word. */
-#define RPC_CS_LOCK 0x1u  /* held by a client caller */
-#define RPC_CS_KNOWN 0x2u /* client-owned since its last close */
-#define RPC_CS_OUT 0x4u   /* the client's outbox bit at the last close */
+#define RPC_CS_LOCK 0x1u    /* held by a client caller */
+#define RPC_CS_KNOWN 0x2u   /* client-owned since its last close */
+#define RPC_CS_OUT 0x4u     /* the client's outbox bit at the last close */
 #define RPC_CS_READ 0x8u    /* with KNOWN: buffers were read since the last fenced flip */
 #define RPC_CS_SEQ_SHIFT 8u /* bits 8..15: seq of the port's last call */
 
@@ -599,7 +599,8 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
     if ((in != out) != (process->server != 0))
         goto busy;
     rpc_acquire_in_(process, mask, index);
-    if (process->server && (rpc_arch_flag_load(mask, rpc_in_flag_(process, index)) & RPC_FLAG_SHORT) &&
+    if (process->server &&
+        (rpc_arch_flag_load(mask, rpc_in_flag_(process, index)) & RPC_FLAG_SHORT) &&
         !rpc_server_unpack_short_(process, index))
         goto busy;
     *out_p = out;
@@ -727,8 +728,8 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
         /* Still owned (nothing sent since the last receive, or since the open): the next
          * opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
          * outbox bit is recorded either way. */
-        uint32_t next = port->seq_ << RPC_CS_SEQ_SHIFT |
-                        ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
+        uint32_t next =
+            port->seq_ << RPC_CS_SEQ_SHIFT | ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
         if (port->state_ & RPC_PS_OWNED)
             next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
         rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);

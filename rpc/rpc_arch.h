@@ -232,7 +232,8 @@ static inline uint32_t rpc_arch_diff32(uint64_t mask, rpc_flag_t *a, rpc_flag_t 
     const __m128i *va = (const __m128i *)(const void *)a, *vb = (const __m128i *)(const void *)b;
     const __m128i one = _mm_set1_epi8(1);
     /* A byte's bit 0 moved to its top bit: movemask collects the outbox bits that differ. */
-    __m128i d0 = _mm_slli_epi16(_mm_and_si128(_mm_xor_si128(_mm_load_si128(va), _mm_load_si128(vb)), one), 7);
+    __m128i d0 = _mm_slli_epi16(
+        _mm_and_si128(_mm_xor_si128(_mm_load_si128(va), _mm_load_si128(vb)), one), 7);
     __m128i d1 = _mm_slli_epi16(
         _mm_and_si128(_mm_xor_si128(_mm_load_si128(va + 1), _mm_load_si128(vb + 1)), one), 7);
     bits = (uint32_t)_mm_movemask_epi8(d0) | (uint32_t)_mm_movemask_epi8(d1) << 16;
@@ -513,8 +514,8 @@ static inline void rpc_arch_req_store(uint64_t mask, rpc_head_word_t *req, const
 #pragma unroll
     for (uint32_t k = 0; k < RPC_SHORT_WORDS; k += 2)
         if (k < count)
-            __asm__ volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(req + k),
-                             "l"(w[k]), "l"(w[k + 1])
+            __asm__ volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(req + k), "l"(w[k]),
+                             "l"(w[k + 1])
                              : "memory");
 }
 

@@ -32,8 +32,8 @@ __attribute__((address_space(4))) struct tether_rpc_device_const __tether_rpc_cl
 bool tether_device_config(struct tether_rpc_device_const *cfg)
 {
 #if defined(RPC_ARCH_NVPTX)
-    *cfg = *(const __attribute__((address_space(4))) struct tether_rpc_device_const *)&
-                __tether_rpc_client_const;
+    *cfg = *(const __attribute__((
+        address_space(4))) struct tether_rpc_device_const *)&__tether_rpc_client_const;
 #else
     __builtin_memcpy(cfg, &__tether_rpc_client, sizeof *cfg);
 #endif
