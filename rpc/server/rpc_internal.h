@@ -52,7 +52,7 @@ struct srv_call {
     uint8_t lane_of[64]; /* unit -> lane */
     enum srv_phase phase;
     bool answered;      /* the server sent at least one packet of an answer */
-    uint64_t open_ns; /* TETHER_RPC_TIMING: when the server opened the call */
+    uint64_t open_ns;   /* TETHER_RPC_TIMING: when the server opened the call */
     struct srv_msg *rx; /* units entries (storage: msgs) */
     struct srv_msg *tx; /* units entries (storage: msgs) */
     struct srv_call *next_free;
