@@ -174,7 +174,18 @@ __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long l
     TIME(25, client_work(h, dev_word, i, true, &x));
     TIME(26, client_work(h, dev_word, i, false, &x));
     TIME(27, asm volatile("fence.acq_rel.gpu;" ::: "memory"));
-    out[28] = x;
+    /* Do a thread's strong loads overlap when they go to different lines?  Four 16-byte
+     * volatile loads of four lines (scratch[0], [8], [16], [24] with scratch 64-byte aligned),
+     * issued together; the next round's addresses depend on their sum. */
+    TIME(28, unsigned long long s = 0; for (int k = 0; k < 4; k++) {
+        load16(&h->scratch[8 * k + 2 * (x & 1)], &a, &b);
+        s += a + b;
+    } x += s);
+    TIME(29, unsigned long long s = 0; for (int k = 0; k < 4; k++) {
+        load16_acquire(&h->scratch[8 * k + 2 * (x & 1)], &a, &b);
+        s += a + b;
+    } x += s);
+    out[30] = x;
 }
 
 // ---- round trips ---------------------------------------------------------------------------------
@@ -350,7 +361,7 @@ int main(void)
     CHECK(cudaDeviceSynchronize());
     primitives<<<1, 1>>>(d, dev_word, out);
     CHECK(cudaDeviceSynchronize());
-    const char *names[28] = {"fence.acq_rel.sys, nothing outstanding",
+    const char *names[30] = {"fence.acq_rel.sys, nothing outstanding",
                             "64-byte store to host + fence.acq_rel.sys",
                             "64-byte store to host",
                             "red.sys.xor on host memory",
@@ -377,8 +388,10 @@ int main(void)
                             "st.release.gpu (device)",
                             "client work: lock..red..unlock",
                             "client work, st flag instead of red",
-                            "fence.acq_rel.gpu"};
-    for (int k = 0; k < 28; k++)
+                            "fence.acq_rel.gpu",
+                            "4 x 16-byte volatile loads of 4 lines",
+                            "4 x 16-byte ld.acquire.sys of 4 lines"};
+    for (int k = 0; k < 30; k++)
         printf("link_costs: %-48s %7.3f us\n", names[k], out[k] / 1e3 / N);
 
     const char *shapes[13] = {"raw flag ping-pong", "rpc.h: packet, fence, flip / flip, fence, read",
