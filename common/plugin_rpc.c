@@ -231,7 +231,7 @@ void plugin_rpc_detach(struct plugin_device *dev)
                    (unsigned long long)st.calls, (unsigned long long)st.inline_answers,
                    (unsigned long long)st.printf_lines, (unsigned long long)st.unhandled,
                    (unsigned long long)st.malformed, (unsigned long long)st.wakeups);
-        if (st.timed_calls != 0)
+        if (st.timed_calls != 0) {
             plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
                        "rpc timing: %.0f ns per call from open to close; %llu calls followed "
                        "one on the same port, %.0f ns from its close to their open; %llu seen "
@@ -240,13 +240,13 @@ void plugin_rpc_detach(struct plugin_device *dev)
                        st.gaps ? (double)st.gap_ns / (double)st.gaps : 0.0,
                        (unsigned long long)st.seen,
                        st.seen ? (double)st.seen_ns / (double)st.seen : 0.0);
-        if (st.timed_calls != 0)
             plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
                        "rpc timing: per call %.0f ns in the services, %.0f ns inside the "
                        "server's handle, %.2f sweeps that found no call",
                        (double)st.service_ns / (double)st.timed_calls,
                        (double)st.handle_ns / (double)st.timed_calls,
                        (double)st.sweeps / (double)st.timed_calls);
+        }
         tether_rpc_server_destroy(node->srv);
         free(node);
         node = next;

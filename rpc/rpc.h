@@ -39,10 +39,11 @@
  *   (never in the shared region): the server's lock bitmap, the client's
  *   state word per port.
  *
- *   client: open   lock a port with c == s, write the header (with the
- *                  call's seq: the port's call count, kept in the client's
- *                  private state word)
- *           send   [wait until owned] fill buffers, clear the head, flip c
+ *   client: open   lock a port with c == s (the call's seq: the port's call
+ *                  count, kept in the client's private state word)
+ *           send   [wait until owned] (first send: write the header with the
+ *                  seq) fill buffers, clear the head, flip c; or, as the
+ *                  first send of a one-lane port, a short request (below)
  *           recv   [if the previous op was a recv: clear the head, flip c]
  *                  wait for the head of this call, read buffers (or not)
  *           close  unlock (buffers stay with whoever owns them)
@@ -62,7 +63,7 @@
  *   port's head, two 64-bit words each holding a 16-bit tag and 48 bits of
  *   payload (rpc_port_set_head / rpc_port_head).  The server stores the head
  *   right after the flip of each send, tagged with the call's seq from the
- *   header; the client clears it (zero: no tag) before each of its flips.
+ *   header; the client clears it (zero: no tag) before each of its fenced flips.
  *   When both words carry the tag of its call, the server's flip is already
  *   done (it came first), so the client owns the port, and the payload came
  *   with the same read: on a GPU one 16-byte load of host memory tells that
@@ -114,6 +115,9 @@
  *   H  Heads: the server's release stores after its flip; the client's
  *      relaxed zero stores before its flip (whose release orders them); the
  *      client's acquire loads, which order the buffer reads that follow.
+ *   S  Short requests: relaxed stores of the tagged req words, then the flag byte with no
+ *      fence (fenced if buffers were read since the last fenced flip); the server's relaxed
+ *      loads of the words after W2, its relaxed zero stores before its flip.
  *   L1 Lock: RMW fetch_or with acquire on the side's lock word (server: a
  *      bitmap; client: the port's state word); unlock: fetch_and (server) or
  *      a store of the next state (client) with release.  A new holder thereby
@@ -593,15 +597,13 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
     }
     /* The client's own outbox bit is in its state word (every close records it): a GPU's flag
      * store may still be on its way to host memory when the next holder opens. */
-    uint32_t in = rpc_in_bit_(process, mask, index);
+    uint32_t in_flag = rpc_arch_flag_load(mask, rpc_in_flag_(process, index)), in = in_flag & 1u;
     uint32_t out = process->server ? rpc_arch_flag_load(mask, rpc_out_flag_(process, index)) & 1u
                                    : ((old & RPC_CS_OUT) ? 1u : 0u);
     if ((in != out) != (process->server != 0))
         goto busy;
     rpc_acquire_in_(process, mask, index);
-    if (process->server &&
-        (rpc_arch_flag_load(mask, rpc_in_flag_(process, index)) & RPC_FLAG_SHORT) &&
-        !rpc_server_unpack_short_(process, index))
+    if (process->server && (in_flag & RPC_FLAG_SHORT) && !rpc_server_unpack_short_(process, index))
         goto busy;
     *out_p = out;
     return true;
@@ -902,8 +904,8 @@ static inline tether_status_t rpc_client_init(struct rpc_client *client, void *r
 }
 
 /* One sweep over all ports starting at port `hint % ports` (spread callers,
- * e.g. SM id or thread id): locks the first free port the client owns,
- * writes {lane_mask, opcode} into its header and returns true with *port_p
+ * e.g. SM id or thread id): locks the first free port the client owns
+ * (the first send writes {lane_mask, opcode, seq} into its header) and returns true with *port_p
  * set; false (nothing changed) if every port is busy.  Per 32 ports it loads
  * the lock word and both mailbox words once.  `lane_mask`: the lanes making
  * the call, non-zero, below bit `lanes`, the same on every lane (on a SIMT

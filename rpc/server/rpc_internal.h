@@ -167,7 +167,7 @@ struct tether_rpc_server {
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;
     _Atomic uint32_t kernels; /* kernels running */
-    char where[160];          /* placement, for describe */
+    char where[192];          /* placement, for describe */
 };
 
 /* rpc_services.c: runs a built-in service for every unit of a received call;

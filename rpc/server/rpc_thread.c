@@ -105,31 +105,47 @@ static bool bus_id_sane(const char *id)
     return true;
 }
 
-/* TETHER_RPC_CPUS: the user's list of cores for the thread (hwloc list syntax, "8" or
- * "8-11,20"); true when it was given and usable (then it decided). */
-static bool placement_from_env(struct srv_thread *t, hwloc_topology_t topo)
+/* The cores of `list` (hwloc's syntax: "8", "8-11,20") this process may use, or NULL with *why_p
+ * saying what is wrong with it. */
+static hwloc_bitmap_t cores_allowed(hwloc_topology_t topo, const char *list, const char **why_p)
 {
-    struct tether_rpc_server *srv = t->srv;
-    const char *list = getenv("TETHER_RPC_CPUS");
-    if (list == NULL || list[0] == '\0')
-        return false;
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (set == NULL || hwloc_bitmap_list_sscanf(set, list) != 0) {
-        srv_diag(srv, "TETHER_RPC_CPUS=\"%s\" is not a list of cores (e.g. 8 or 8-11,20): ignored",
-                 list);
+        *why_p = "not a list of cores";
         hwloc_bitmap_free(set);
-        return false;
+        return NULL;
     }
     hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
     if (hwloc_bitmap_iszero(set)) {
-        srv_diag(srv, "TETHER_RPC_CPUS=\"%s\" names no core this process may use: ignored", list);
+        *why_p = "no core this process may use";
         hwloc_bitmap_free(set);
-        return false;
+        return NULL;
     }
+    return set;
+}
+
+/* The thread runs on `set` (taken over); `origin` says why, in srv->where. */
+static void placement_take(struct srv_thread *t, hwloc_bitmap_t set, const char *origin)
+{
     char text[96];
     hwloc_bitmap_list_snprintf(text, sizeof text, set);
-    snprintf(srv->where, sizeof srv->where, "thread on cores %s (TETHER_RPC_CPUS)", text);
+    snprintf(t->srv->where, sizeof t->srv->where, "thread on cores %s (%s)", text, origin);
     t->cpuset = set;
+}
+
+/* TETHER_RPC_CPUS: the user's list of cores for the thread; true when it was given and usable
+ * (then it decided). */
+static bool placement_from_env(struct srv_thread *t, hwloc_topology_t topo)
+{
+    const char *list = getenv("TETHER_RPC_CPUS"), *why = NULL;
+    if (list == NULL || list[0] == '\0')
+        return false;
+    hwloc_bitmap_t set = cores_allowed(topo, list, &why);
+    if (set == NULL) {
+        srv_diag(t->srv, "TETHER_RPC_CPUS=\"%s\": %s (e.g. 8 or 8-11,20): ignored", list, why);
+        return false;
+    }
+    placement_take(t, set, "TETHER_RPC_CPUS");
     return true;
 }
 
@@ -163,23 +179,16 @@ static void placement_plan(struct srv_thread *t)
     if (f)
         fclose(f);
     list[n] = '\0';
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (set == NULL || n == 0 || hwloc_bitmap_list_sscanf(set, list) != 0) {
-        snprintf(srv->where, sizeof srv->where, "thread on any core (no locality for %s)", bus);
-        hwloc_bitmap_free(set);
+    const char *why = "not a list of cores";
+    hwloc_bitmap_t set = n == 0 ? NULL : cores_allowed(topo, list, &why);
+    if (set == NULL) {
+        snprintf(srv->where, sizeof srv->where, "thread on any core (cores local to %s: %s)", bus,
+                 n == 0 ? "none listed" : why);
         goto out;
     }
-    hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
-    if (hwloc_bitmap_iszero(set)) {
-        snprintf(srv->where, sizeof srv->where,
-                 "thread on any core (cores local to %s not allowed)", bus);
-        hwloc_bitmap_free(set);
-        goto out;
-    }
-    char text[96];
-    hwloc_bitmap_list_snprintf(text, sizeof text, set);
-    snprintf(srv->where, sizeof srv->where, "thread on cores %s (local to %s)", text, bus);
-    t->cpuset = set;
+    char origin[64];
+    snprintf(origin, sizeof origin, "local to %s", bus);
+    placement_take(t, set, origin);
 out:
     hwloc_topology_destroy(topo);
 }
