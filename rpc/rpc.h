@@ -1006,22 +1006,26 @@ static inline void rpc_client_send_short(struct rpc_client *client, rpc_port_t *
         nbytes = RPC_SHORT_MAX; /* misuse with checks off: never past req[] */
     uint32_t n = (nbytes + 5) / 6;
     uint64_t tag = rpc_head_tag_(port->seq_);
+    /* Every index below is a constant once the loop is unrolled, so that on a GPU `w` stays in
+     * registers: a trip through local memory after the port lock's acquire (which empties L1)
+     * would be a read of L2. */
     uint64_t w[RPC_SHORT_WORDS];
     w[0] = rpc_short_meta_(tag, port->opcode_, (uint32_t)__builtin_ctzll(port->lane_mask_), n);
+#if defined(__clang__)
+#pragma unroll
+#endif
     for (uint32_t k = 0; k < RPC_SHORT_DATA; k++) {
-        /* Data word k: packet bytes [6k, 6k + 6), those from nbytes on as zeros. */
+        /* Data word k: packet bytes [6k, 6k + 6), those from nbytes on as zeros.  Words past n
+         * are stored only to round up to pairs (the GPU stores 16 bytes at a time): zero, which
+         * they are already. */
         uint32_t bit = 48 * k, i = bit / 64, sh = bit % 64;
         uint64_t v = i < 8 ? pkt[i] >> sh : 0;
         if (sh > 16 && i + 1 < 8)
             v |= pkt[i + 1] << (64 - sh);
         uint32_t keep = nbytes > 6 * k ? nbytes - 6 * k : 0;
         v &= keep >= 6 ? 0xffffffffffffull : ((uint64_t)1 << (8 * keep)) - 1;
-        w[1 + k] = tag | v << 16;
+        w[1 + k] = k < n ? tag | v << 16 : 0;
     }
-    /* Words past n are stored only to round up to pairs (the GPU stores 16 bytes at a time):
-     * zero, which they are already. */
-    for (uint32_t k = n + 1; k < RPC_SHORT_WORDS; k++)
-        w[k] = 0;
     rpc_arch_req_store(port->lane_mask_, p->headers[port->index_].req, w, n + 1);
     uint32_t flag = ((port->state_ & RPC_PS_OUT) ? 0u : 1u) | RPC_FLAG_SHORT;
     if (port->state_ & RPC_PS_READ)
@@ -1140,22 +1144,27 @@ static inline bool rpc_server_waiting(struct rpc_server *server, uint32_t index)
             1u) != 0;
 }
 
-/* One sweep for a port with a call waiting (c != s), starting where the
- * previous successful open left off (round robin: every waiting port is found
- * within one sweep, none starves).  Per 32 ports one xor of the two mailbox
- * words and a load of the lock word; an idle sweep costs 3 x ceil(ports/32)
- * relaxed loads.  On success locks the port, reads its header into the
- * handle and returns true with *port_p set; false if no call is waiting.
- * The server must recv before it sends. */
-static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *port_p)
+/* A sweep over at most `words` bitmap words (32 ports each; 0 or more than the ring: all of
+ * it) for a port with a call waiting (c != s), starting where the previous sweep left off:
+ * after a successful open, the port after it; after a bounded sweep that found nothing, the
+ * word after the last one it looked at.  Round robin: consecutive sweeps visit every port in
+ * turn, so every waiting port is found and none starves.  Per 32 ports one xor of the two
+ * mailbox words and a load of the lock word; an idle full sweep costs 3 x ceil(ports/32)
+ * relaxed loads.  On success locks the port, reads its header into the handle and returns true
+ * with *port_p set; false if no call is waiting there.  The server must recv before it sends. */
+static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t words,
+                                         rpc_port_t *port_p)
 {
     struct rpc_process *p = &server->process;
     const uint64_t mask = 1; /* the server is a host thread or one lane */
     uint32_t start = rpc_arch_load(mask, &p->next);
     if (start >= p->ports)
         start = 0;
-    uint32_t w = start / 32;
-    for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
+    bool all = words == 0 || words >= p->words;
+    /* A full sweep looks at the first word twice: its ports from `start` on first, the ones
+     * before `start` last. */
+    uint32_t w = start / 32, count = all ? p->words + 1 : words;
+    for (uint32_t i = 0; i < count; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
         uint32_t ready = rpc_arch_diff32(mask, &p->cflags[32 * w], &p->sflags[32 * w]);
         if (ready != 0)
             ready &= ~rpc_arch_load(mask, &p->locks[w]);
@@ -1174,7 +1183,15 @@ static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *po
             return true;
         }
     }
+    if (!all) /* w: the word after the last one looked at */
+        rpc_arch_store(mask, &p->next, w * 32);
     return false;
+}
+
+/* A full sweep: rpc_server_try_open_n over the whole ring. */
+static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *port_p)
+{
+    return rpc_server_try_open_n(server, 0, port_p);
 }
 
 /* As rpc_server_try_open for port `index` only: false when no call waits there (or another

@@ -326,6 +326,9 @@ static inline void rpc_arch_pause(void)
 
 static inline void rpc_arch_backoff(uint32_t *spins)
 {
+#if defined(RPC_PROFILE_POLL)
+    RPC_PROFILE_POLL(); /* test/cuda/probe/rpc_phases: counts the polls that found nothing */
+#endif
     if (*spins < RPC_NVPTX_SPINS) {
         ++*spins;
         return;
@@ -348,23 +351,35 @@ static inline uint32_t rpc_arch_first_lane_(uint64_t mask)
     return (uint32_t)__builtin_ctzll(mask);
 }
 
+/* A call of one lane (the device library's, mask = 1 << laneid): the caller is the first lane,
+ * and there is nothing to vote, broadcast or synchronise.  The compiler sees that a shifted one
+ * is a power of two and drops the warp primitives below (each a shuffle or vote behind a
+ * convergence check: tens of cycles, paid several times per call) at compile time. */
+static inline bool rpc_arch_one_lane_(uint64_t mask)
+{
+    return (mask & (mask - 1)) == 0;
+}
+
 static inline bool rpc_arch_is_first_lane(uint64_t mask)
 {
-    return rpc_arch_lane_id() == rpc_arch_first_lane_(mask);
+    return rpc_arch_one_lane_(mask) || rpc_arch_lane_id() == rpc_arch_first_lane_(mask);
 }
 
 static inline void rpc_arch_sync(uint64_t mask)
 {
-    __nvvm_bar_warp_sync((uint32_t)mask);
+    if (!rpc_arch_one_lane_(mask))
+        __nvvm_bar_warp_sync((uint32_t)mask);
 }
 
 static inline bool rpc_arch_any(uint64_t mask, bool pred)
 {
-    return __nvvm_vote_any_sync((uint32_t)mask, pred);
+    return rpc_arch_one_lane_(mask) ? pred : __nvvm_vote_any_sync((uint32_t)mask, pred);
 }
 
 static inline uint32_t rpc_arch_broadcast(uint64_t mask, uint32_t value)
 {
+    if (rpc_arch_one_lane_(mask))
+        return value;
     return (uint32_t)__nvvm_shfl_sync_idx_i32((uint32_t)mask, (int)value,
                                               (int)rpc_arch_first_lane_(mask), 31);
 }

@@ -61,6 +61,8 @@ static inline uint64_t dev_active_mask(void)
 static inline uint64_t dev_ballot(uint64_t mask, bool pred)
 {
 #if defined(RPC_ARCH_NVPTX)
+    if ((mask & (mask - 1)) == 0)
+        return pred ? mask : 0;
     return __nvvm_vote_ballot_sync((uint32_t)mask, pred);
 #elif defined(RPC_ARCH_AMDGCN)
 #if DEV_WAVE_SIZE == 32
@@ -77,8 +79,8 @@ static inline uint64_t dev_ballot(uint64_t mask, bool pred)
 static inline uint32_t dev_broadcast(uint64_t mask, uint32_t value)
 {
 #if defined(RPC_ARCH_NVPTX)
-    return (uint32_t)__nvvm_shfl_sync_idx_i32((uint32_t)mask, (int)value,
-                                              (int)__builtin_ctzll(mask), 31);
+    /* As rpc_arch_broadcast: a one-lane mask (the NVIDIA calls') costs nothing. */
+    return rpc_arch_broadcast(mask, value);
 #elif defined(RPC_ARCH_AMDGCN)
     (void)mask;
     return __builtin_amdgcn_readfirstlane(value);

@@ -263,8 +263,14 @@ static void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opco
      * on its stack, would then be read from L2). */
     bool one = tx_one_packet(&tx);
     _Alignas(16) uint64_t w[RPC_BUFFER_SIZE / 8];
-    if (one)
+    if (one) {
         tx_packet(&tx, w);
+        /* The words into registers here: left to the compiler, their loads of the caller's
+         * bytes sink past the lock, and every one is then a read of L2. */
+#pragma unroll
+        for (uint32_t k = 0; k < RPC_BUFFER_SIZE / 8; k++)
+            __asm__ volatile("" : "+l"(w[k]));
+    }
 #endif
     DEV_PROF_(0);
     rpc_port_t port = dev_open_home(&client, opcode, mask);

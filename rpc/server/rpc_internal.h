@@ -202,4 +202,12 @@ void srv_thread_stop(struct tether_rpc_server *srv);
  * port, so the thread sweeps again at once). */
 bool srv_hot_waiting(struct tether_rpc_server *srv);
 
+/* tether_rpc_server_handle with the sweep for new calls bounded to `sweep_words` bitmap words
+ * (32 ports each; 0: every port), continuing where the last sweep stopped: the server thread's
+ * handle while a device thread makes call after call on a hot port, so that the thread is back
+ * at its poll of the hot ports soon after an answer (a sweep of all 16384 ports of a CUDA image
+ * takes microseconds) and still visits every port within a few rounds. */
+tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
+                           uint32_t *progress_p);
+
 #endif /* TETHER_RPC_INTERNAL_H */

@@ -614,6 +614,12 @@ static void finish_exit(struct tether_rpc_server *srv)
 
 tether_status_t tether_rpc_server_handle(tether_rpc_server_t *srv, uint32_t *progress_p)
 {
+    return srv_handle(srv, 0, progress_p);
+}
+
+tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
+                           uint32_t *progress_p)
+{
     uint32_t progress = 0;
     tether_status_t st = TETHER_OK;
     pthread_mutex_lock(&srv->handle_lock);
@@ -648,7 +654,7 @@ tether_status_t tether_rpc_server_handle(tether_rpc_server_t *srv, uint32_t *pro
             uint32_t hot = atomic_load_explicit(&srv->hot[h++], memory_order_relaxed);
             got = hot != 0 && rpc_server_try_open_port(&srv->rpc, hot - 1, &port);
         }
-        if (!got && !rpc_server_try_open(&srv->rpc, &port)) {
+        if (!got && !rpc_server_try_open_n(&srv->rpc, sweep_words, &port)) {
             if (srv->timing)
                 atomic_fetch_add(&srv->st_sweeps, 1);
             call_put(srv, call);

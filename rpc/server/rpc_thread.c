@@ -38,6 +38,13 @@
  * a pause instead of after a sweep over every port (16384 on a GPU); other ports wait at most
  * this much longer. */
 #define THREAD_HOT_POLLS 64
+/* While the last call served was answered (its caller waits and will likely call again on its
+ * hot port), and the thread has not slept since, each sweep for new calls covers this many
+ * bitmap words (1024 ports) and the next one goes on from there (srv_handle): the hot ports are
+ * polled again within a fraction of a microsecond of an answer, and a full ring of 16384 ports
+ * takes 16 rounds.  Otherwise (fire-and-forget traffic such as printf, or after a sleep) a
+ * sweep covers every port. */
+#define THREAD_SWEEP_WORDS 32u
 #define THREAD_IDLE_POLL_NS 50000000L
 
 struct srv_thread {
@@ -238,6 +245,7 @@ static void *thread_main(void *arg)
     uint64_t spin_ns = (uint64_t)t->config.spin_us * 1000u;
     long sleep_ns = (long)t->config.sleep_us * 1000L;
     uint64_t last = now_ns();
+    bool woke = true; /* just started or slept: the next sweep covers every port */
     while (!atomic_load(&t->stop)) {
         uint32_t seq = atomic_load(&srv->bell.seq);
         uint32_t want = atomic_load(&t->drain_req);
@@ -249,7 +257,9 @@ static void *thread_main(void *arg)
             continue;
         }
         uint32_t progress = 0;
-        tether_rpc_server_handle(srv, &progress);
+        bool slice = !woke && atomic_load_explicit(&srv->hot_answered, memory_order_relaxed);
+        srv_handle(srv, slice ? THREAD_SWEEP_WORDS : 0, &progress);
+        woke = false;
         if (progress != 0) {
             last = now_ns();
             continue;
@@ -270,6 +280,7 @@ static void *thread_main(void *arg)
         struct timespec ts = {0, running ? sleep_ns : THREAD_IDLE_POLL_NS};
         atomic_fetch_add(&srv->bell.sleepers, 1);
         futex_wait(&srv->bell.seq, seq, &ts);
+        woke = true;
         atomic_fetch_sub(&srv->bell.sleepers, 1);
         atomic_fetch_add(&srv->st_wakeups, 1);
     }

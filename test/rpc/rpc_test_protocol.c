@@ -404,6 +404,44 @@ static void test_scan_order(uint32_t ports)
     pair_fini(&p);
 }
 
+/* Bounded sweeps (rpc_server_try_open_n): each looks only at its `slice` words from where the
+ * last one stopped, finds the waiting calls in ring order, and a sweep that finds nothing moves
+ * on by exactly `slice` words, so every port is visited within one ring's worth of sweeps. */
+static void test_sweep_slices(uint32_t ports, uint32_t slice)
+{
+    struct pair p;
+    pair_init(&p, ports, 1);
+    uint64_t v = 1, got[1];
+    rpc_port_t cp, sp;
+    uint32_t want[4] = {1, ports / 3, ports / 3 + 1, ports - 1}, words = rpc_bitmap_words(ports);
+    for (uint32_t i = 0; i < 4; i++) {
+        CHECK(rpc_client_try_open_port(&p.client, 50 + i, 1, want[i], &cp));
+        CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+        rpc_client_close(&p.client, &cp);
+    }
+    uint32_t found = 0, rounds = 0;
+    bool bounded = slice != 0 && slice < words;
+    while (found < 4) {
+        CHECK(rounds++ <= words / (slice ? slice : 1) + 5);
+        uint32_t from = p.server.process.next % ports;
+        if (rpc_server_try_open_n(&p.server, slice, &sp)) {
+            uint32_t index = rpc_port_index(&sp);
+            CHECK(index == want[found]);
+            if (bounded) /* inside this sweep's words */
+                CHECK((index / 32 + words - from / 32) % words < slice);
+            CHECK(rpc_server_try_recv(&p.server, &sp, get, got) && got[0] == 1);
+            rpc_server_close(&p.server, &sp);
+            found++;
+        } else {
+            CHECK(bounded); /* a full sweep misses no call */
+            CHECK(p.server.process.next == (from / 32 + slice) % words * 32);
+        }
+    }
+    CHECK(!rpc_server_try_open(&p.server, &sp));
+    CHECK(!rpc_server_try_open_n(&p.server, 1, &sp));
+    pair_fini(&p);
+}
+
 /* Lanes: only the lanes of the mask are visited; a header mask with bits
  * beyond the lane count (a broken device) is clipped by the server. */
 static void test_lanes(uint32_t lanes)
@@ -1283,6 +1321,10 @@ int main(void)
     uint32_t ports[] = {1, 2, 31, 32, 33, 64, 4096, 65536};
     for (unsigned i = 0; i < sizeof(ports) / sizeof(ports[0]); i++)
         test_scan_order(ports[i]);
+    const uint32_t slice_ports[] = {40, 100, 4096}, slices[] = {0, 1, 3, 32};
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned j = 0; j < 4; j++)
+            test_sweep_slices(slice_ports[i], slices[j]);
     test_lanes(1);
     test_lanes(32);
     test_lanes(64);

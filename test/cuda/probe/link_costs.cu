@@ -32,6 +32,7 @@ struct shared {
     alignas(64) unsigned long long req[8];
     alignas(64) unsigned long long ans[8];
     alignas(64) unsigned long long scratch[64];
+    alignas(64) unsigned long long copies[8][8]; // shapes 15-17: the answer in 2, 4 or 8 lines
 };
 
 __device__ __forceinline__ unsigned long long gtime(void)
@@ -197,6 +198,43 @@ __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long l
 // 11, 12: the short-call shape: a device lock (atom.acquire.gpu), a tagged request of four
 // 16-byte stores, a plain flag store, a 16-byte volatile answer poll, then the unlock as
 // st.release.gpu (11) or st.relaxed.gpu (12).
+// 13: as 11 with the answer polled by ld.acquire.sys (what the device library does).
+// 14: as 11 with volatile polls, then one fence.acq_rel.sys (the acquire pattern for the answer and
+// the release pattern for the unlock at once), then the unlock as st.relaxed.gpu.
+// 15, 16, 17: as 14, the host writing the answer into 2, 4 or 8 lines and the GPU keeping one
+// volatile load of each in flight, so that a load reaches host memory more often.
+__device__ __forceinline__ bool tagged(unsigned long long a, unsigned long long b,
+                                       unsigned long long tag)
+{
+    return (a & 0xffffffff00000000ull) == tag && (b & 0xffffffff00000000ull) == tag;
+}
+
+// One 8-byte volatile load per copy (the tag and the answer in one word), K kept in flight: a
+// copy's value is looked at only after the other copies' loads were issued.
+__device__ __forceinline__ unsigned long long load8(const volatile unsigned long long *p)
+{
+    unsigned long long v;
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+template <int K>
+__device__ __forceinline__ unsigned long long poll_copies(struct shared *h, unsigned long long tag)
+{
+    unsigned long long v[K];
+#pragma unroll
+    for (int c = 0; c < K; c++)
+        v[c] = load8(&h->copies[c][0]);
+    for (;;) {
+#pragma unroll
+        for (int c = 0; c < K; c++) {
+            if ((v[c] & 0xffffffff00000000ull) == tag)
+                return v[c];
+            v[c] = load8(&h->copies[c][0]);
+        }
+    }
+}
+
 __global__ void client(struct shared *h, int shape, unsigned *dev_word, unsigned long long *out)
 {
     unsigned long long t0 = 0;
@@ -212,11 +250,21 @@ __global__ void client(struct shared *h, int shape, unsigned *dev_word, unsigned
                 store16(&h->req[2 * k], tag | (2 * k) | (old & 1), tag | (2 * k + 1));
             *(volatile unsigned *)&h->req_flag = i;
             unsigned long long a, b;
-            do
-                load16(&h->ans[0], &a, &b);
-            while ((a & 0xffffffff00000000ull) != tag || (b & 0xffffffff00000000ull) != tag);
+            if (shape >= 15) {
+                a = shape == 15 ? poll_copies<2>(h, tag)
+                                : shape == 16 ? poll_copies<4>(h, tag) : poll_copies<8>(h, tag);
+                b = a;
+            } else
+                do
+                    if (shape == 13)
+                        load16_acquire(&h->ans[0], &a, &b);
+                    else
+                        load16(&h->ans[0], &a, &b);
+                while (!tagged(a, b, tag));
             sum = 3;
-            if (shape == 11)
+            if (shape >= 14)
+                fence_acq_rel_sys();
+            if (shape == 11 || shape == 13)
                 asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)(a & 0)) : "memory");
             else
                 asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)(a & 0)) : "memory");
@@ -336,6 +384,11 @@ static int serve(struct shared *h, int shape)
             for (int k = 0; k < 8; k++)
                 v->ans[k] = req[k] + 1;
             __atomic_fetch_xor(&h->ans_flag, 1, __ATOMIC_RELEASE);
+        } else if (shape >= 15) {
+            int copies = shape == 15 ? 2 : shape == 16 ? 4 : 8;
+            for (int c = 0; c < copies; c++)
+                __atomic_store_n(&h->copies[c][0], tag | ((req[0] + 1) & 0xffffffffu),
+                                 __ATOMIC_RELAXED);
         } else {
             for (int k = 0; k < 8; k++)
                 __atomic_store_n(&h->ans[k], tag | ((req[k] + 1) & 0xffffffffu), __ATOMIC_RELAXED);
@@ -394,7 +447,7 @@ int main(void)
     for (int k = 0; k < 30; k++)
         printf("link_costs: %-48s %7.3f us\n", names[k], out[k] / 1e3 / N);
 
-    const char *shapes[13] = {"raw flag ping-pong", "rpc.h: packet, fence, flip / flip, fence, read",
+    const char *shapes[18] = {"raw flag ping-pong", "rpc.h: packet, fence, flip / flip, fence, read",
                              "tagged answer (request as rpc.h)", "tagged request and answer",
                              "tagged, st flag, ld.relaxed.sys answer", "tagged, st flag, 8 x 8 answer",
                              "tagged, st flag, 4 x 16 ld.cv answer", "tagged, st flag, 16-byte answer",
@@ -402,8 +455,13 @@ int main(void)
                              "rpc.h request, 16-byte ld.acquire answer",
                              "fence + st flag, 16-byte ld.acquire answer",
                              "lock, tagged, st flag, 16-byte answer, st.release",
-                             "lock, tagged, st flag, 16-byte answer, st.relaxed"};
-    for (int shape = 0; shape < 13; shape++) {
+                             "lock, tagged, st flag, 16-byte answer, st.relaxed",
+                             "as 11, answer by ld.acquire.sys",
+                             "as 11, volatile polls, fence.sys, st.relaxed",
+                             "as 14, answer in 2 lines, polled together",
+                             "as 14, answer in 4 lines, polled together",
+                             "as 14, answer in 8 lines, polled together"};
+    for (int shape = 0; shape < 18; shape++) {
         memset(h, 0, sizeof *h);
         out[0] = out[1] = out[2] = 0;
         client<<<1, 1>>>(d, shape, dev_word, out);

@@ -8,6 +8,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tether/rpc.h"
 
@@ -15,7 +16,8 @@
 #define ROUNDS 20000
 
 #pragma omp declare target
-extern uint64_t prof_cycles[8];
+void prof_reset(uint64_t delay_ns);
+uint64_t prof_read(int k);
 #pragma omp end declare target
 
 static tether_status_t echo(void *user, const struct tether_rpc_request *req,
@@ -25,18 +27,13 @@ static tether_status_t echo(void *user, const struct tether_rpc_request *req,
     return tether_rpc_reply_append(reply, req->data, req->size);
 }
 
-int main(void)
+static int run(uint64_t delay_ns)
 {
-    if (tether_rpc_register_user(OP_ECHO, echo, NULL) != TETHER_OK) {
-        fprintf(stderr, "rpc_phases: no tether plugin\n");
-        return 1;
-    }
     uint64_t ns = 0, bad = 0, cycles[8] = {0};
     for (int pass = 0; pass < 2; pass++) {
 #pragma omp target map(tofrom : ns, bad) map(from : cycles)
         {
-            for (int k = 0; k < 8; k++)
-                prof_cycles[k] = 0;
+            prof_reset(delay_ns);
             uint64_t t0 = 0, t1 = 0;
 #if defined(__NVPTX__)
             __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -51,17 +48,42 @@ int main(void)
 #endif
             ns = t1 - t0;
             for (int k = 0; k < 8; k++)
-                cycles[k] = prof_cycles[k];
+                cycles[k] = prof_read(k);
         }
     }
-    uint64_t total = cycles[1] + cycles[2] + cycles[3] + cycles[4] + cycles[5];
-    printf("rpc_phases: %d calls, %lu wrong, %.2f us per call (globaltimer)\n", ROUNDS,
-           (unsigned long)bad, (double)ns / ROUNDS / 1e3);
-    const char *names[6] = {"",      "open home port",
-                            "send",  "read the answer (inline: decode)",
-                            "close", "wait for the answer's head"};
-    for (int k = 1; k < 6; k++)
-        printf("rpc_phases: %-20s %8.0f cycles per call (%4.1f%%)\n", names[k],
+    uint64_t total = cycles[1] + cycles[2] + cycles[3] + cycles[4] + cycles[5] + cycles[6];
+    printf("rpc_phases: %d calls, %lu wrong, %.2f us per call (globaltimer), first poll %lu ns "
+           "after the send, %.2f empty polls per call\n",
+           ROUNDS, (unsigned long)bad, (double)ns / ROUNDS / 1e3, (unsigned long)delay_ns,
+           (double)cycles[7] / ROUNDS);
+    const char *names[7] = {"",
+                            "open home port",
+                            "send",
+                            "read the answer (inline: decode)",
+                            "close",
+                            "wait for the answer's head",
+                            "between calls (loop, entry, packet)"};
+    for (int k = 1; k < 7; k++)
+        printf("rpc_phases: %-36s %8.0f cycles per call (%4.1f%%)\n", names[k],
                (double)cycles[k] / ROUNDS, 100.0 * (double)cycles[k] / (double)(total ? total : 1));
+    /* The phases cover the whole loop, so cycles over nanoseconds is the SM clock. */
+    printf("rpc_phases: all phases %8.0f cycles per call (%.2f cycles per globaltimer ns)\n",
+           (double)total / ROUNDS, ns ? (double)total / (double)ns : 0.0);
     return bad != 0;
+}
+
+/* rpc_phases [DELAY_NS...]: one run per delay before the first poll for the answer (default:
+ * none). */
+int main(int argc, char **argv)
+{
+    if (tether_rpc_register_user(OP_ECHO, echo, NULL) != TETHER_OK) {
+        fprintf(stderr, "rpc_phases: no tether plugin\n");
+        return 1;
+    }
+    int bad = 0;
+    if (argc < 2)
+        return run(0);
+    for (int i = 1; i < argc; i++)
+        bad |= run(strtoull(argv[i], NULL, 10));
+    return bad;
 }

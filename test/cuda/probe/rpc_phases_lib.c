@@ -7,23 +7,73 @@
 
 #if defined(__NVPTX__)
 #define TETHER_DEVICE_PROFILE 1
+void tether_device_profile_poll(void);
+#define RPC_PROFILE_POLL() tether_device_profile_poll()
 #include "../../../rpc/device/device_lib.c"
 #else
 #include "../../../rpc/device/device_host.c"
 #endif
 
 #pragma omp declare target
-uint64_t prof_cycles[8];
-static uint64_t prof_last;
 #if defined(__NVPTX__)
+/* In shared memory (address space 3): a mark then costs no trip to L2, where the call's acquires
+ * would send a global counter (they empty L1). */
+static __attribute__((address_space(3))) uint64_t prof_cycles[8];
+static __attribute__((address_space(3))) uint64_t prof_last;
+static __attribute__((address_space(3))) uint64_t prof_delay;
+
+static uint64_t prof_ns(void)
+{
+    uint64_t t;
+    __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 void tether_device_profile_mark(int phase)
 {
     uint64_t t;
     __asm__ volatile("mov.u64 %0, %%clock64;" : "=l"(t));
-    if (phase > 0)
-        prof_cycles[phase] += t - prof_last;
+    /* Mark 0 (the call's packet is built, the port not yet opened) closes phase 6: from the
+     * previous call's close to here (the caller's loop, the library's entry, the packet). */
+    int slot = phase > 0 ? phase : 6;
+    if (prof_last != 0)
+        prof_cycles[slot] += t - prof_last;
     prof_last = t;
+    /* After the send: wait prof_delay ns before the first poll for the answer (counted in the
+     * wait's phase). */
+    if (phase == 2 && prof_delay != 0)
+        for (uint64_t end = prof_ns() + prof_delay; prof_ns() < end;)
+            ;
 }
 
+/* Slot 7: polls for the answer (or retries of an open) that found nothing. */
+void tether_device_profile_poll(void)
+{
+    prof_cycles[7]++;
+}
+
+void prof_reset(uint64_t delay_ns)
+{
+    for (int k = 0; k < 8; k++)
+        prof_cycles[k] = 0;
+    prof_last = 0;
+    prof_delay = delay_ns;
+}
+
+uint64_t prof_read(int k)
+{
+    return prof_cycles[k];
+}
+#else
+void prof_reset(uint64_t delay_ns)
+{
+    (void)delay_ns;
+}
+
+uint64_t prof_read(int k)
+{
+    (void)k;
+    return 0;
+}
 #endif
 #pragma omp end declare target
