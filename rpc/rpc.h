@@ -317,6 +317,7 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
 #define RPC_CS_OUT 0x4u     /* the client's outbox bit at the last close */
 #define RPC_CS_READ 0x8u    /* with KNOWN: buffers were read since the last fenced flip */
 #define RPC_CS_SEQ_SHIFT 8u /* bits 8..15: seq of the port's last call */
+#define RPC_CS_USER_SHIFT 16u /* bits 16..31: the callers' own (rpc_port_user), kept as they are */
 
 /* ---- process objects ---------------------------------------------------- */
 
@@ -357,8 +358,8 @@ typedef struct rpc_port {
     uint32_t opcode_;
     uint32_t state_;
     uint32_t key_;
-    uint32_t seq_; /* the call's seq (header) */
-    uint32_t reserved_;
+    uint32_t seq_;  /* the call's seq (header) */
+    uint32_t user_; /* client: the state word's user bits (rpc_port_user) */
 } rpc_port_t;
 
 _Static_assert(sizeof(rpc_port_t) == 48, "rpc_port layout");
@@ -581,7 +582,8 @@ static inline bool rpc_server_unpack_short_(struct rpc_process *p, uint32_t inde
  * (client) the new call's seq in *seq_p and whether buffers were read since the last fence
  * (RPC_PS_READ or 0) in *read_p. */
 static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
-                                 uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p)
+                                 uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p,
+                                 uint32_t *user_p)
 {
     uint32_t w = index / 32, bit = 1u << (index % 32), old = 0;
     if (process->server ? !rpc_arch_try_lock(mask, &process->locks[w], bit)
@@ -589,6 +591,7 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
         return false;
     *seq_p = ((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
     *read_p = 0;
+    *user_p = old >> RPC_CS_USER_SHIFT;
     if (old & RPC_CS_KNOWN) {
         /* Known client-owned since its last close: the outbox bit then is the one now. */
         *out_p = (old & RPC_CS_OUT) ? 1u : 0u;
@@ -617,14 +620,14 @@ busy:
 
 static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint32_t index,
                                         uint64_t mask, uint32_t opcode, uint32_t out, uint32_t seq,
-                                        uint32_t read)
+                                        uint32_t read, uint32_t user)
 {
     rpc_port_t port;
     port.lane_mask_ = mask;
     port.head_[0] = 0;
     port.head_[1] = 0;
     port.seq_ = seq;
-    port.reserved_ = 0;
+    port.user_ = user;
     port.index_ = index;
     port.opcode_ = opcode;
     port.state_ = RPC_PS_OPEN | RPC_PS_OWNED | RPC_PS_FIRST | (out ? RPC_PS_OUT : 0u) |
@@ -730,8 +733,8 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
         /* Still owned (nothing sent since the last receive, or since the open): the next
          * opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
          * outbox bit is recorded either way. */
-        uint32_t next =
-            port->seq_ << RPC_CS_SEQ_SHIFT | ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
+        uint32_t next = port->user_ << RPC_CS_USER_SHIFT | port->seq_ << RPC_CS_SEQ_SHIFT |
+                        ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
         if (port->state_ & RPC_PS_OWNED)
             next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
         rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);
@@ -934,11 +937,11 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             free &= ~(~0u << (start % 32)); /* wrapped around: ports < start */
         while (free) {
             uint32_t bit = (uint32_t)__builtin_ctz(free);
-            uint32_t index = w * 32 + bit, out, seq, read;
+            uint32_t index = w * 32 + bit, out, seq, read, user;
             free &= free - 1;
-            if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read))
+            if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read, &user))
                 continue;
-            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read);
+            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user);
             return true;
         }
     }
@@ -954,11 +957,13 @@ static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t 
     struct rpc_process *p = &client->process;
     RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
     opcode = rpc_arch_broadcast(lane_mask, opcode);
-    index = rpc_arch_broadcast(lane_mask, index) % p->ports;
-    uint32_t out, seq, read;
-    if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read))
+    index = rpc_arch_broadcast(lane_mask, index);
+    if (index >= p->ports) /* a division only when needed (a GPU's home port is in range) */
+        index %= p->ports;
+    uint32_t out, seq, read, user;
+    if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read, &user))
         return false;
-    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read);
+    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user);
     return true;
 }
 
@@ -1132,7 +1137,7 @@ static inline rpc_port_t rpc_server_opened_(struct rpc_process *p, uint32_t inde
 {
     const struct rpc_header *header = &p->headers[index];
     return rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p), header->opcode, out,
-                          header->seq, 0);
+                          header->seq, 0, 0);
 }
 
 /* A hint, without locking: does a call wait on port `index` (c != s)?  Two relaxed loads. */
@@ -1174,9 +1179,9 @@ static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t wor
             ready &= ~(~0u << (start % 32));
         while (ready) {
             uint32_t bit = (uint32_t)__builtin_ctz(ready);
-            uint32_t index = w * 32 + bit, out, seq, read;
+            uint32_t index = w * 32 + bit, out, seq, read, user;
             ready &= ready - 1;
-            if (!rpc_try_take_(p, mask, index, &out, &seq, &read))
+            if (!rpc_try_take_(p, mask, index, &out, &seq, &read, &user))
                 continue;
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
             *port_p = rpc_server_opened_(p, index, out);
@@ -1201,9 +1206,9 @@ static inline bool rpc_server_try_open_port(struct rpc_server *server, uint32_t 
 {
     struct rpc_process *p = &server->process;
     const uint64_t mask = 1;
-    uint32_t out, seq, read;
+    uint32_t out, seq, read, user;
     if (index >= p->ports || !rpc_server_waiting(server, index) ||
-        !rpc_try_take_(p, mask, index, &out, &seq, &read))
+        !rpc_try_take_(p, mask, index, &out, &seq, &read, &user))
         return false;
     *port_p = rpc_server_opened_(p, index, out);
     return true;
@@ -1303,6 +1308,20 @@ static inline void rpc_port_set_head(rpc_port_t *port, uint64_t a, uint64_t b)
 static inline uint64_t rpc_port_head(const rpc_port_t *port, uint32_t i)
 {
     return port->head_[i & 1];
+}
+
+/* Client: 16 bits that a port keeps in its state word from one call's close to the next open,
+ * whoever makes the calls (0 at first), for the callers' own per-port state; the protocol never
+ * looks at them.  The NVIDIA device library keeps there how long to wait before the first poll
+ * for an answer.  set: written back by rpc_client_close. */
+static inline uint32_t rpc_port_user(const rpc_port_t *port)
+{
+    return port->user_;
+}
+
+static inline void rpc_port_set_user(rpc_port_t *port, uint32_t bits)
+{
+    port->user_ = bits & 0xffffu;
 }
 
 #endif /* TETHER_RPC_H */

@@ -57,6 +57,19 @@ static inline uint64_t dev_active_mask(void)
 #endif
 }
 
+#if defined(RPC_ARCH_NVPTX)
+/* Busy-waits about `cycles` SM clock cycles (%clock64: per SM, fine-grained, where %globaltimer
+ * may tick in microseconds on some GPUs). */
+static inline void dev_spin_cycles(uint64_t cycles)
+{
+    if (cycles == 0)
+        return;
+    uint64_t t0 = __nvvm_read_ptx_sreg_clock64();
+    while (__nvvm_read_ptx_sreg_clock64() - t0 < cycles)
+        ;
+}
+#endif
+
 /* Lanes of `mask` (all executing this call) for which `pred` holds. */
 static inline uint64_t dev_ballot(uint64_t mask, bool pred)
 {

@@ -404,6 +404,45 @@ static void test_scan_order(uint32_t ports)
     pair_fini(&p);
 }
 
+/* User bits: a port keeps a client's 16 bits from its close to the next open (any caller's),
+ * through fire-and-forget calls, answered calls and an open that finds the port busy; the
+ * protocol's own state (seq, known) is not disturbed by them. */
+static void test_user_bits(void)
+{
+    struct pair p;
+    pair_init(&p, 2, 1);
+    uint64_t v = 7, got[1];
+    rpc_port_t cp, sp, other;
+    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 1, &cp) && rpc_port_user(&cp) == 0);
+    rpc_port_set_user(&cp, 0x1abcd); /* 16 bits kept */
+    CHECK(rpc_port_user(&cp) == 0xabcd);
+    CHECK(rpc_client_try_send(&p.client, &cp, put, &v)); /* fire and forget */
+    rpc_client_close(&p.client, &cp);
+    CHECK(!rpc_client_try_open_port(&p.client, 1, 1, 1, &other)); /* the server's turn: busy */
+    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_index(&sp) == 1);
+    CHECK(rpc_server_try_recv(&p.server, &sp, get, got) && got[0] == 7);
+    rpc_server_close(&p.server, &sp);
+    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 1, &cp) && rpc_port_user(&cp) == 0xabcd);
+    uint32_t seq = cp.seq_;
+    rpc_port_set_user(&cp, 0xffff);
+    CHECK(rpc_client_try_send(&p.client, &cp, put, &v)); /* answered */
+    CHECK(rpc_server_try_open(&p.server, &sp));
+    CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
+    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
+    rpc_server_close(&p.server, &sp);
+    CHECK(rpc_client_try_recv(&p.client, &cp, get, got) && got[0] == 7);
+    rpc_client_close(&p.client, &cp);
+    /* Known (client-owned at its close), next seq, the bits as left, the other port untouched. */
+    CHECK(p.client.process.locks[1] >> RPC_CS_USER_SHIFT == 0xffff);
+    CHECK(p.client.process.locks[1] & RPC_CS_KNOWN);
+    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 1, &cp) && rpc_port_user(&cp) == 0xffff);
+    CHECK(cp.seq_ == ((seq + 1) & 0xffu));
+    rpc_client_close(&p.client, &cp);
+    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 0, &other) && rpc_port_user(&other) == 0);
+    rpc_client_close(&p.client, &other);
+    pair_fini(&p);
+}
+
 /* Bounded sweeps (rpc_server_try_open_n): each looks only at its `slice` words from where the
  * last one stopped, finds the waiting calls in ring order, and a sweep that finds nothing moves
  * on by exactly `slice` words, so every port is visited within one ring's worth of sweeps. */
@@ -1321,6 +1360,7 @@ int main(void)
     uint32_t ports[] = {1, 2, 31, 32, 33, 64, 4096, 65536};
     for (unsigned i = 0; i < sizeof(ports) / sizeof(ports[0]); i++)
         test_scan_order(ports[i]);
+    test_user_bits();
     const uint32_t slice_ports[] = {40, 100, 4096}, slices[] = {0, 1, 3, 32};
     for (unsigned i = 0; i < 3; i++)
         for (unsigned j = 0; j < 4; j++)

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# build_rpc_phases.sh OUT - builds rpc_phases (rpc_phases.c + rpc_phases_lib.c) for sm_90.
+# build_rpc_phases.sh OUT - builds rpc_phases (rpc_phases.c + rpc_phases_lib.c) for sm_90;
+# RPC_PHASES_FLAGS: more compiler flags (e.g. -DDEV_WAIT_UP=16 for a variant of the library).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 flags=(-O2 -fopenmp -fopenmp-cuda-mode -fopenmp-targets=nvptx64-nvidia-cuda
   -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_90 "--cuda-path=${CUDA_PATH:-/usr/local/cuda}"
   -Wno-unknown-cuda-version -Wno-incompatible-library-redeclaration -Wno-builtin-requires-header
-  -foffload-lto -D_GNU_SOURCE -DNDEBUG -I"$root/include")
+  -foffload-lto -D_GNU_SOURCE -DNDEBUG -I"$root/include" ${RPC_PHASES_FLAGS:-})
 clang-16 "${flags[@]}" "$root/test/cuda/probe/rpc_phases.c" "$root/test/cuda/probe/rpc_phases_lib.c" \
   -ldl -o "${1:?usage: build_rpc_phases.sh OUT}" 2>&1 | grep -v "CUDA version is newer" || true
 [ -x "$1" ]
