@@ -423,7 +423,7 @@ static inline bool rpc_arch_lock_word(uint64_t mask, rpc_word_t *word, uint32_t 
 {
     uint32_t old = 0;
     if (rpc_arch_is_first_lane(mask))
-        __asm__ volatile("atom.acquire.gpu.or.b32 %0, [%1], %2;"
+        __asm__ volatile("atom.acquire.gpu.global.or.b32 %0, [%1], %2;"
                          : "=r"(old)
                          : "l"(word), "r"(bit)
                          : "memory");
@@ -472,7 +472,8 @@ static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_
 {
     rpc_arch_sync(mask);
     if (rpc_arch_is_first_lane(mask))
-        __asm__ volatile("st.release.gpu.u32 [%0], %1;" ::"l"(word), "r"(value) : "memory");
+        __asm__ volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(word), "r"(value)
+                         : "memory");
     rpc_arch_sync(mask);
 }
 

@@ -261,16 +261,18 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
  * and 16 about even, 4 and 32 worse).  Capped at DEV_WAIT_MAX units (about 2 us): a slow
  * handler costs at most that much more than polling at once.  Elsewhere: rpc_client_recv.
  */
+#ifndef DEV_WAIT_UNIT /* rpc_phases builds variants */
 #define DEV_WAIT_UNIT 32u
-#ifndef DEV_WAIT_UP /* rpc_phases builds variants */
+#endif
+#ifndef DEV_WAIT_UP
 #define DEV_WAIT_UP 16u
 #endif
-#define DEV_WAIT_MAX 128u
+#define DEV_WAIT_MAX (4096u / DEV_WAIT_UNIT)
 
 static void dev_await_head(struct rpc_client *client, rpc_port_t *port)
 {
 #if defined(RPC_ARCH_NVPTX)
-    uint32_t units = rpc_port_user(port) & 0xffu;
+    uint32_t units = rpc_port_user(port) & 0x3ffu;
     if (units > DEV_WAIT_MAX)
         units = DEV_WAIT_MAX;
     dev_spin_cycles((uint64_t)units * DEV_WAIT_UNIT);
@@ -281,7 +283,7 @@ static void dev_await_head(struct rpc_client *client, rpc_port_t *port)
         units = units > 0 ? units - 1u : 0u;
     else
         units = units + DEV_WAIT_UP < DEV_WAIT_MAX ? units + DEV_WAIT_UP : DEV_WAIT_MAX;
-    rpc_port_set_user(port, (rpc_port_user(port) & ~0xffu) | units);
+    rpc_port_set_user(port, (rpc_port_user(port) & ~0x3ffu) | units);
 #else
     rpc_client_recv(client, port, NULL, (void *)0);
 #endif

@@ -7,6 +7,7 @@
 #include <float.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -331,6 +332,74 @@ static void test_matrix(void)
     }
 }
 
+/* Random integer conversions (the server formats them without snprintf): flags in any order
+ * and number, widths and precisions given or by `*` (negative ones included), every length
+ * modifier, values near the edges of their types. */
+static void test_int_random(void)
+{
+    static const char *lens32[] = {"", "hh", "h"}, *lens64[] = {"l", "ll", "z", "j", "t"};
+    static const long long edges[] = {0,        1,        -1,       127,       128,    255,
+                                      256,      -128,     -129,     32767,     -32768, 65535,
+                                      INT_MAX,  INT_MIN,  UINT_MAX, LLONG_MAX, LLONG_MIN};
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    char fmt[64];
+    for (int i = 0; i < 50000; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r = x >> 11;
+        size_t n = 0;
+        fmt[n++] = '<';
+        fmt[n++] = '%';
+        for (int f = (int)(r % 4); f > 0; f--) {
+            r /= 5;
+            fmt[n++] = "-+ #0"[r % 5];
+        }
+        r /= 7;
+        int wkind = (int)(r % 4), pkind = (int)(r / 4 % 4);
+        int width = (int)(r / 16 % 30), prec = (int)(r / 512 % 26);
+        int star_w = wkind == 3 ? (r & (1ull << 40) ? -width : width) : 0;
+        int star_p = pkind == 3 ? (r & (1ull << 41) ? -prec : prec) : 0;
+        if (wkind == 1)
+            n += (size_t)snprintf(fmt + n, 8, "%d", width);
+        else if (wkind == 3)
+            fmt[n++] = '*';
+        if (pkind == 1)
+            n += (size_t)snprintf(fmt + n, 8, ".%d", prec);
+        else if (pkind == 2)
+            fmt[n++] = '.';
+        else if (pkind == 3) {
+            fmt[n++] = '.';
+            fmt[n++] = '*';
+        }
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t r2 = x >> 7;
+        bool wide = r2 % 2;
+        const char *len = wide ? lens64[r2 / 2 % 5] : lens32[r2 / 2 % 3];
+        n += (size_t)snprintf(fmt + n, sizeof fmt - n, "%s%c>", len, "diouxX"[r2 / 16 % 6]);
+        long long v = r2 / 128 % 3 == 0 ? edges[r2 / 512 % (sizeof edges / sizeof *edges)]
+                                        : (long long)(x ^ (x << 13));
+        if (wide) {
+            if (wkind == 3 && pkind == 3)
+                check(fmt, star_w, star_p, v);
+            else if (wkind == 3)
+                check(fmt, star_w, v);
+            else if (pkind == 3)
+                check(fmt, star_p, v);
+            else
+                check(fmt, v);
+        } else {
+            int v32 = (int)v;
+            if (wkind == 3 && pkind == 3)
+                check(fmt, star_w, star_p, v32);
+            else if (wkind == 3)
+                check(fmt, star_w, v32);
+            else if (pkind == 3)
+                check(fmt, star_p, v32);
+            else
+                check(fmt, v32);
+        }
+    }
+}
+
 int main(void)
 {
     test_basic();
@@ -338,5 +407,6 @@ int main(void)
     test_clang_layout();
     test_bad_input();
     test_matrix();
+    test_int_random();
     return svc_test_exit("test_printf");
 }
