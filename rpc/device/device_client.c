@@ -262,7 +262,7 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
  * handler costs at most that much more than polling at once.  Elsewhere: rpc_client_recv.
  */
 #ifndef DEV_WAIT_UNIT /* rpc_phases builds variants */
-#define DEV_WAIT_UNIT 32u
+#define DEV_WAIT_UNIT 16u
 #endif
 #ifndef DEV_WAIT_UP
 #define DEV_WAIT_UP 16u
