@@ -71,6 +71,14 @@ struct srv_handlers {
     struct srv_handler *v;
     size_t n;
     size_t cap;
+    _Atomic uint32_t gen; /* bumped (release) by every change: lets a server cache a lookup */
+};
+
+/* One server's last handler lookup (rpc_services.c, find_handler). */
+struct srv_handler_cache {
+    bool valid, found;
+    uint32_t opcode, gen_own, gen_global;
+    struct srv_handler h;
 };
 
 /* rpc_server.c: set (fn non-NULL) or remove a handler; find one (copied out). */
@@ -121,6 +129,10 @@ struct tether_rpc_server {
 
     /* user handlers of this server (the process-wide ones are looked at after these) */
     struct srv_handlers handlers;
+    /* The last lookup (under handle_lock), valid while neither table's gen moved: a user call
+     * then takes no mutex.  The reply buffer is kept from call to call (no malloc per call). */
+    struct srv_handler_cache handler_cache;
+    struct rpc_outbuf reply;
     uint64_t unhandled_reported[TETHER_RPC_OP_MASK / 64 + 1]; /* diagnose each opcode once */
 
     /* device heap */

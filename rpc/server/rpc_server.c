@@ -196,6 +196,7 @@ void tether_rpc_server_destroy(tether_rpc_server_t *srv)
     srv_heap_release_all(srv);
     srv->config.shared_free(srv->config.shared_ctx, srv->region_host);
     rpc_outbuf_free(&srv->text);
+    rpc_outbuf_free(&srv->reply);
     free(srv->handlers.v);
     free(srv->allocs);
     free(srv->active);
@@ -232,7 +233,7 @@ tether_status_t tether_rpc_server_client_bytes(tether_rpc_server_t *srv, uint64_
 
 /* ---- handlers --------------------------------------------------------------------------- */
 
-struct srv_handlers srv_global_handlers = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+struct srv_handlers srv_global_handlers = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0};
 
 tether_status_t srv_handlers_set(struct srv_handlers *t, uint32_t opcode, tether_rpc_handler_t fn,
                                  void *user)
@@ -264,6 +265,7 @@ tether_status_t srv_handlers_set(struct srv_handlers *t, uint32_t opcode, tether
     }
     t->v[i] = (struct srv_handler){opcode, fn, user};
 out:
+    atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
     pthread_mutex_unlock(&t->lock);
     return st;
 }

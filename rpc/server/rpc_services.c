@@ -314,10 +314,27 @@ static tether_status_t reply_append(struct tether_rpc_reply *reply, const void *
     return rpc_outbuf_append(buf, data, size);
 }
 
+/* Under handle_lock.  The generations are read before the lookup, so a change made during it
+ * shows at the next call. */
 static bool find_handler(struct tether_rpc_server *srv, uint32_t opcode, struct srv_handler *h_p)
 {
-    return srv_handlers_find(&srv->handlers, opcode, h_p) ||
-           srv_handlers_find(&srv_global_handlers, opcode, h_p);
+    uint32_t own = atomic_load_explicit(&srv->handlers.gen, memory_order_acquire);
+    uint32_t global = atomic_load_explicit(&srv_global_handlers.gen, memory_order_acquire);
+    struct srv_handler_cache *c = &srv->handler_cache;
+    if (c->valid && c->opcode == opcode && c->gen_own == own && c->gen_global == global) {
+        *h_p = c->h;
+        return c->found;
+    }
+    bool found = srv_handlers_find(&srv->handlers, opcode, h_p) ||
+                 srv_handlers_find(&srv_global_handlers, opcode, h_p);
+    c->valid = true;
+    c->found = found;
+    c->opcode = opcode;
+    c->gen_own = own;
+    c->gen_global = global;
+    if (found)
+        c->h = *h_p;
+    return found;
 }
 
 static void report_unhandled(struct tether_rpc_server *srv, uint32_t opcode, uint64_t mask)
@@ -343,8 +360,8 @@ static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)
             srv_answer_set(&call->tx[u], TETHER_RPC_CALL_UNHANDLED, NULL, 0);
         return;
     }
-    struct rpc_outbuf buf = RPC_OUTBUF_INIT;
-    struct tether_rpc_reply reply = {reply_append, &buf};
+    struct rpc_outbuf *buf = &srv->reply;
+    struct tether_rpc_reply reply = {reply_append, buf};
     for (uint32_t u = 0; u < call->units; u++) {
         const struct srv_msg *m = &call->rx[u];
         if (m->too_big || m->oom) {
@@ -359,14 +376,15 @@ static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)
             .data = m->data,
             .size = m->have,
         };
-        buf.len = 0;
+        buf->len = 0;
         tether_status_t st = h.fn(h.user, &req, &reply);
         if (st == TETHER_OK)
-            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_OK, buf.data, buf.len);
+            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_OK, buf->data, buf->len);
         else
             srv_answer_set(&call->tx[u], TETHER_RPC_CALL_ERROR, NULL, 0);
     }
-    rpc_outbuf_free(&buf);
+    if (buf->cap > 65536) /* a large reply: give its memory back */
+        rpc_outbuf_free(buf);
 }
 
 /* ---- dispatch --------------------------------------------------------------------------- */

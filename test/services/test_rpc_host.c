@@ -579,6 +579,21 @@ static tether_status_t reverse_handler(void *user, const struct tether_rpc_reque
     return tether_rpc_reply_append(reply, buf, req->size);
 }
 
+/* Upper-cases the request: a second handler to swap in. */
+static tether_status_t upper_handler(void *user, const struct tether_rpc_request *req,
+                                     struct tether_rpc_reply *reply)
+{
+    (void)user;
+    unsigned char buf[64];
+    if (req->size > sizeof buf)
+        return TETHER_ERR_INVALID;
+    for (size_t i = 0; i < req->size; i++) {
+        unsigned char c = ((const unsigned char *)req->data)[i];
+        buf[i] = c >= 'a' && c <= 'z' ? (unsigned char)(c - 'a' + 'A') : c;
+    }
+    return tether_rpc_reply_append(reply, buf, req->size);
+}
+
 struct user_arg {
     int t;
     int calls;
@@ -663,6 +678,24 @@ static void test_user(void)
           (long long)r);
     r = tether_rpc_call(0x8001, "fail", 4, out, sizeof out);
     CHECK(r == -(int64_t)TETHER_RPC_CALL_ERROR, "failing handler: %lld", (long long)r);
+    /* A handler replaced, added or shadowed between calls is the one that runs (the server
+     * keeps its last lookup while no table changed). */
+    CHECK(tether_rpc_register(rig.srv, 0x8001, upper_handler, NULL) == TETHER_OK, "replace");
+    r = tether_rpc_call(0x8001, "abc", 3, out, sizeof out);
+    CHECK(r == 3 && memcmp(out, "ABC", 3) == 0, "replaced handler: %lld", (long long)r);
+    CHECK(tether_rpc_register_global(0x8003, reverse_handler, &count) == TETHER_OK, "global");
+    r = tether_rpc_call(0x8003, "abc", 3, out, sizeof out);
+    CHECK(r == 3 && memcmp(out, "cba", 3) == 0, "process-wide handler: %lld", (long long)r);
+    CHECK(tether_rpc_register(rig.srv, 0x8003, upper_handler, NULL) == TETHER_OK, "shadow");
+    r = tether_rpc_call(0x8003, "abc", 3, out, sizeof out);
+    CHECK(r == 3 && memcmp(out, "ABC", 3) == 0, "the server's own handler first: %lld",
+          (long long)r);
+    CHECK(tether_rpc_register(rig.srv, 0x8003, NULL, NULL) == TETHER_OK &&
+              tether_rpc_register_global(0x8003, NULL, NULL) == TETHER_OK &&
+              tether_rpc_register(rig.srv, 0x8001, reverse_handler, &count) == TETHER_OK,
+          "restore");
+    r = tether_rpc_call(0x8001, "abc", 3, out, sizeof out);
+    CHECK(r == 3 && memcmp(out, "cba", 3) == 0, "handler back: %lld", (long long)r);
     r = tether_rpc_call(0x8002, "x", 1, out, sizeof out);
     CHECK(r == -(int64_t)TETHER_RPC_CALL_UNHANDLED, "unhandled opcode: %lld", (long long)r);
     r = tether_rpc_call(0x8002, "x", 1, out, sizeof out);
