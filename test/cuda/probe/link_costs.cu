@@ -1,9 +1,11 @@
 // link_costs.cu - what each step of a device-to-host call costs on this GPU and link, measured
 // with nvcc alone (no OpenMP, no tether): the primitives the RPC protocol is made of (fences,
-// reductions, reads of pinned host memory) timed on the GPU, and four shapes of a one-packet
+// reductions, reads of pinned host memory) timed on the GPU, and 18 shapes of a one-packet
 // round trip between one GPU thread and one host thread, from the raw flag ping-pong up to the
-// flag + fence + 64-byte packet shape of rpc.h and the shapes that carry a tag in every 8-byte
-// word instead (docs/rpc-protocol.md, "Tagged answers").  Build and run on the GPU machine:
+// flag + fence + 64-byte packet shape of rpc.h, the shapes that carry a tag in every 8-byte word
+// instead (docs/rpc-protocol.md, "Tagged answers"), the short call with its device lock, and
+// ways of polling for the answer (acquire, relaxed + one fence, several copies in flight).
+// Build and run on the GPU machine:
 //   nvcc -O2 -arch=sm_90 -o /tmp/link_costs test/cuda/probe/link_costs.cu && /tmp/link_costs
 #include <pthread.h>
 #include <stdint.h>
