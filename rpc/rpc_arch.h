@@ -472,8 +472,7 @@ static inline void rpc_arch_unlock_word(uint64_t mask, rpc_word_t *word, uint32_
 {
     rpc_arch_sync(mask);
     if (rpc_arch_is_first_lane(mask))
-        __asm__ volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(word), "r"(value)
-                         : "memory");
+        __asm__ volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(word), "r"(value) : "memory");
     rpc_arch_sync(mask);
 }
 

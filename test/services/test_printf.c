@@ -338,9 +338,9 @@ static void test_matrix(void)
 static void test_int_random(void)
 {
     static const char *lens32[] = {"", "hh", "h"}, *lens64[] = {"l", "ll", "z", "j", "t"};
-    static const long long edges[] = {0,        1,        -1,       127,       128,    255,
-                                      256,      -128,     -129,     32767,     -32768, 65535,
-                                      INT_MAX,  INT_MIN,  UINT_MAX, LLONG_MAX, LLONG_MIN};
+    static const long long edges[] = {0,       1,       -1,       127,       128,      255,
+                                      256,     -128,    -129,     32767,     -32768,   65535,
+                                      INT_MAX, INT_MIN, UINT_MAX, LLONG_MAX, LLONG_MIN};
     uint64_t x = 0x9e3779b97f4a7c15ull;
     char fmt[64];
     for (int i = 0; i < 50000; i++) {
