@@ -214,6 +214,16 @@ void srv_thread_stop(struct tether_rpc_server *srv);
  * port, so the thread sweeps again at once). */
 bool srv_hot_waiting(struct tether_rpc_server *srv);
 
+/* Adds n to one of the st_ counters other than st_wakeups.  Their writers all hold handle_lock,
+ * so a relaxed load and store do, without a locked instruction on a call's path (one before
+ * the answer's head store would wait for every store before it); tether_rpc_server_stats reads
+ * them from any thread. */
+static inline void srv_count(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
 /* tether_rpc_server_handle with the sweep for new calls bounded to `sweep_words` bitmap words
  * (32 ports each; 0: every port), continuing where the last sweep stopped: the server thread's
  * handle while a device thread makes call after call on a hot port, so that the thread is back

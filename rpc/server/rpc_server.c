@@ -451,7 +451,7 @@ static void set_inline_head(struct tether_rpc_server *srv, struct srv_call *call
     memcpy(&ans, m->data, sizeof ans);
     if (tether_rpc_inline_pack(ans.status, m->data + sizeof ans, m->len - sizeof ans, head)) {
         rpc_port_set_head(&call->port, head[0], head[1]);
-        atomic_fetch_add(&srv->st_inline, 1);
+        srv_count(&srv->st_inline, 1);
     }
 }
 
@@ -533,12 +533,12 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
     if (srv->timing) {
         call->open_ns = srv_now_ns();
         if (srv->timing_port == rpc_port_index(&port) + 1) {
-            atomic_fetch_add(&srv->st_gaps, 1);
-            atomic_fetch_add(&srv->st_gap_ns, call->open_ns - srv->timing_close_ns);
+            srv_count(&srv->st_gaps, 1);
+            srv_count(&srv->st_gap_ns, call->open_ns - srv->timing_close_ns);
         }
         if (srv->timing_seen_ns != 0) {
-            atomic_fetch_add(&srv->st_seen, 1);
-            atomic_fetch_add(&srv->st_seen_ns, call->open_ns - srv->timing_seen_ns);
+            srv_count(&srv->st_seen, 1);
+            srv_count(&srv->st_seen_ns, call->open_ns - srv->timing_seen_ns);
             srv->timing_seen_ns = 0;
         }
     }
@@ -551,7 +551,7 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
                  (unsigned long long)call->mask);
     if (op & ~(TETHER_RPC_OP_MASK | TETHER_RPC_WIDE)) {
         srv_diag(srv, "port %u: opcode 0x%x has reserved bits set", rpc_port_index(&port), op);
-        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_count(&srv->st_malformed, 1);
     }
 }
 
@@ -565,7 +565,7 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
                 uint64_t t0 = srv->timing ? srv_now_ns() : 0;
                 bool answers = srv_service_run(srv, call);
                 if (srv->timing)
-                    atomic_fetch_add(&srv->st_service_ns, srv_now_ns() - t0);
+                    srv_count(&srv->st_service_ns, srv_now_ns() - t0);
                 if (!answers)
                     break;
                 for (uint32_t u = 0; u < call->units; u++)
@@ -591,11 +591,11 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
     if (srv->timing) {
         srv->timing_close_ns = srv_now_ns();
         srv->timing_port = rpc_port_index(&call->port) + 1;
-        atomic_fetch_add(&srv->st_timed_calls, 1);
-        atomic_fetch_add(&srv->st_serve_ns, srv->timing_close_ns - call->open_ns);
+        srv_count(&srv->st_timed_calls, 1);
+        srv_count(&srv->st_serve_ns, srv->timing_close_ns - call->open_ns);
     }
     atomic_store_explicit(&srv->hot_answered, call->answered, memory_order_relaxed);
-    atomic_fetch_add(&srv->st_calls, 1);
+    srv_count(&srv->st_calls, 1);
     if (srv->trace)
         srv_diag(srv, "port %u: call 0x%x done, request %llu bytes", rpc_port_index(&call->port),
                  call->opcode, (unsigned long long)call->rx[0].len);
@@ -664,7 +664,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
         }
         if (!got && !rpc_server_try_open_n(&srv->rpc, sweep_words, &port)) {
             if (srv->timing)
-                atomic_fetch_add(&srv->st_sweeps, 1);
+                srv_count(&srv->st_sweeps, 1);
             call_put(srv, call);
             break;
         }
@@ -683,7 +683,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
     if (srv->exit_pending)
         finish_exit(srv);
     if (srv->timing)
-        atomic_fetch_add(&srv->st_handle_ns, srv_now_ns() - handle_t0);
+        srv_count(&srv->st_handle_ns, srv_now_ns() - handle_t0);
     pthread_mutex_unlock(&srv->handle_lock);
     if (progress_p != NULL)
         *progress_p = progress;

@@ -22,12 +22,12 @@ static void write_text(struct tether_rpc_server *srv, FILE *f, const void *bytes
     if (n > 0 && fwrite(bytes, 1, n, f) != n)
         clearerr(f);
     srv->wrote = true;
-    atomic_fetch_add(&srv->st_lines, 1);
+    srv_count(&srv->st_lines, 1);
 }
 
 static void report_dropped(struct tether_rpc_server *srv, const char *what, const struct srv_msg *m)
 {
-    atomic_fetch_add(&srv->st_malformed, 1);
+    srv_count(&srv->st_malformed, 1);
     srv_diag(srv, "%s of %llu bytes %s", what, (unsigned long long)m->len,
              m->too_big ? "is larger than the limit and was dropped"
                         : "was dropped: out of host memory");
@@ -43,7 +43,7 @@ static void serve_printf(struct tether_rpc_server *srv, const struct srv_msg *m)
     srv->text.len = 0;
     tether_status_t st = rpc_printf_format_msg(&srv->text, m->data, m->have, &stream, NULL);
     if (st == TETHER_ERR_INVALID) {
-        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_count(&srv->st_malformed, 1);
         srv_diag(srv, "printf message of %llu bytes is shorter than its header",
                  (unsigned long long)m->have);
         return;
@@ -61,7 +61,7 @@ static void serve_write(struct tether_rpc_server *srv, const struct srv_msg *m)
         return;
     }
     if (m->have < sizeof hdr) {
-        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_count(&srv->st_malformed, 1);
         srv_diag(srv, "write message of %llu bytes is shorter than its header",
                  (unsigned long long)m->have);
         return;
@@ -74,7 +74,7 @@ static void serve_write(struct tether_rpc_server *srv, const struct srv_msg *m)
         /* The device's FILE * is a value of this process's stdout/stderr, or garbage. */
         uint64_t file;
         if (n < sizeof file) {
-            atomic_fetch_add(&srv->st_malformed, 1);
+            srv_count(&srv->st_malformed, 1);
             srv_diag(srv, "write to a host FILE without the FILE pointer");
             return;
         }
@@ -245,7 +245,7 @@ static void serve_alloc(struct tether_rpc_server *srv, const struct srv_msg *m, 
     struct tether_rpc_alloc_req req;
     struct tether_rpc_alloc_ans ans = {0};
     if (m->too_big || m->oom || m->have != sizeof req) {
-        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_count(&srv->st_malformed, 1);
         srv_diag(srv, "malloc request of %llu bytes (want %zu)", (unsigned long long)m->len,
                  sizeof req);
         srv_answer_set(tx, TETHER_RPC_CALL_ERROR, NULL, 0);
@@ -253,7 +253,7 @@ static void serve_alloc(struct tether_rpc_server *srv, const struct srv_msg *m, 
     }
     memcpy(&req, m->data, sizeof req);
     if (req.align == 0 || (req.align & (req.align - 1)) != 0 || req.align > (2u << 20)) {
-        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_count(&srv->st_malformed, 1);
         srv_diag(srv, "malloc request with alignment %llu", (unsigned long long)req.align);
         srv_answer_set(tx, TETHER_RPC_CALL_ERROR, NULL, 0);
         return;
@@ -266,14 +266,14 @@ static void serve_free(struct tether_rpc_server *srv, const struct srv_msg *m)
 {
     struct tether_rpc_free_req req;
     if (m->too_big || m->oom || m->have != sizeof req) {
-        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_count(&srv->st_malformed, 1);
         srv_diag(srv, "free request of %llu bytes (want %zu)", (unsigned long long)m->len,
                  sizeof req);
         return;
     }
     memcpy(&req, m->data, sizeof req);
     if (req.ptr != 0 && !heap_free(srv, req.ptr)) {
-        atomic_fetch_add(&srv->st_malformed, 1);
+        srv_count(&srv->st_malformed, 1);
         srv_diag(srv, "free of 0x%llx, which the host never handed out",
                  (unsigned long long)req.ptr);
     }
@@ -286,7 +286,7 @@ static void serve_exit(struct tether_rpc_server *srv, const struct srv_msg *m, b
     struct tether_rpc_exit_req req = {0, 0};
     if (!is_abort) {
         if (m->too_big || m->oom || m->have != sizeof req) {
-            atomic_fetch_add(&srv->st_malformed, 1);
+            srv_count(&srv->st_malformed, 1);
             srv_diag(srv, "exit request of %llu bytes (want %zu); exiting with status 1",
                      (unsigned long long)m->len, sizeof req);
             req.status = 1;
@@ -339,7 +339,7 @@ static bool find_handler(struct tether_rpc_server *srv, uint32_t opcode, struct 
 
 static void report_unhandled(struct tether_rpc_server *srv, uint32_t opcode, uint64_t mask)
 {
-    atomic_fetch_add(&srv->st_unhandled, 1);
+    srv_count(&srv->st_unhandled, 1);
     uint64_t *word = &srv->unhandled_reported[opcode / 64];
     uint64_t bit = 1ull << (opcode % 64);
     if (*word & bit)
