@@ -317,8 +317,7 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
 #define RPC_CS_OUT 0x4u       /* the client's outbox bit at the last close */
 #define RPC_CS_READ 0x8u      /* with KNOWN: buffers were read since the last fenced flip */
 #define RPC_CS_SEQ_SHIFT 8u   /* bits 8..15: seq of the port's last call */
-#define RPC_CS_USER_SHIFT 16u /* bits 16..31: the callers' own (rpc_port_user), kept as they are   \
-                               */
+#define RPC_CS_USER_SHIFT 16u /* bits 16..31: the callers' own (rpc_port_user) */
 
 /* ---- process objects ---------------------------------------------------- */
 
