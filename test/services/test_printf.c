@@ -332,6 +332,10 @@ static void test_matrix(void)
     }
 }
 
+/* check() with the `*` arguments a format takes (0, 1 or 2, first s0, then s1) before v. */
+#define CHECK_STARRED(fmt, nstars, s0, s1, v)                                                      \
+    ((nstars) == 2 ? check(fmt, s0, s1, v) : (nstars) == 1 ? check(fmt, s0, v) : check(fmt, v))
+
 /* Random integer conversions (the server formats them without snprintf): flags in any order
  * and number, widths and precisions given or by `*` (negative ones included), every length
  * modifier, values near the edges of their types. */
@@ -377,26 +381,11 @@ static void test_int_random(void)
         n += (size_t)snprintf(fmt + n, sizeof fmt - n, "%s%c>", len, "diouxX"[r2 / 16 % 6]);
         long long v = r2 / 128 % 3 == 0 ? edges[r2 / 512 % (sizeof edges / sizeof *edges)]
                                         : (long long)(x ^ (x << 13));
-        if (wide) {
-            if (wkind == 3 && pkind == 3)
-                check(fmt, star_w, star_p, v);
-            else if (wkind == 3)
-                check(fmt, star_w, v);
-            else if (pkind == 3)
-                check(fmt, star_p, v);
-            else
-                check(fmt, v);
-        } else {
-            int v32 = (int)v;
-            if (wkind == 3 && pkind == 3)
-                check(fmt, star_w, star_p, v32);
-            else if (wkind == 3)
-                check(fmt, star_w, v32);
-            else if (pkind == 3)
-                check(fmt, star_p, v32);
-            else
-                check(fmt, v32);
-        }
+        int nstars = (wkind == 3) + (pkind == 3), s0 = wkind == 3 ? star_w : star_p;
+        if (wide)
+            CHECK_STARRED(fmt, nstars, s0, star_p, v);
+        else
+            CHECK_STARRED(fmt, nstars, s0, star_p, (int)v);
     }
 }
 
