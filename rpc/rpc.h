@@ -989,6 +989,23 @@ static inline void rpc_client_send(struct rpc_client *client, rpc_port_t *port, 
 /* Largest packet prefix a short request carries (all of a packet). */
 #define RPC_SHORT_MAX RPC_BUFFER_SIZE
 
+/* Request words 0 .. count - 1 (`w` has RPC_SHORT_WORDS entries; count is rounded up to pairs,
+ * the words past it being zero) by the mask's first lane, a pair per store (one posted 16-byte
+ * store on a GPU).  The loop is unrolled so that on a GPU `w` stays in registers. */
+_Static_assert(RPC_SHORT_WORDS % 2 == 0, "request words go in pairs");
+static inline void rpc_req_store_(uint64_t mask, rpc_head_word_t *req, const uint64_t *w,
+                                  uint32_t count)
+{
+    if (!rpc_arch_is_first_lane(mask))
+        return;
+#if defined(__clang__)
+#pragma unroll
+#endif
+    for (uint32_t k = 0; k < RPC_SHORT_WORDS; k += 2)
+        if (k < count)
+            rpc_arch_req_store2(req + k, w[k], w[k + 1]);
+}
+
 /* The meta word of a short request: tag, opcode, lane and number of data words. */
 static inline uint64_t rpc_short_meta_(uint64_t tag, uint32_t opcode, uint32_t lane, uint32_t n)
 {
@@ -1031,7 +1048,7 @@ static inline void rpc_client_send_short(struct rpc_client *client, rpc_port_t *
         v &= keep >= 6 ? 0xffffffffffffull : ((uint64_t)1 << (8 * keep)) - 1;
         w[1 + k] = k < n ? tag | v << 16 : 0;
     }
-    rpc_arch_req_store(port->lane_mask_, p->headers[port->index_].req, w, n + 1);
+    rpc_req_store_(port->lane_mask_, p->headers[port->index_].req, w, n + 1);
     uint32_t flag = ((port->state_ & RPC_PS_OUT) ? 0u : 1u) | RPC_FLAG_SHORT;
     if (port->state_ & RPC_PS_READ)
         rpc_arch_flag_store(port->lane_mask_, rpc_out_flag_(p, port->index_), flag);

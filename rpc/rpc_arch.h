@@ -286,24 +286,9 @@ static inline void rpc_arch_flag_store_posted(uint64_t mask, rpc_flag_t *flag, u
     rpc_arch_flag_store(mask, flag, value);
 }
 
-/* Relaxed stores of request words 0 .. count - 1, in no particular order. */
-static inline void rpc_arch_req_store(uint64_t mask, rpc_head_word_t *req, const uint64_t *w,
-                                      uint32_t count)
-{
-    (void)mask;
-    for (uint32_t k = 0; k < count; k++)
-        atomic_store_explicit(&req[k], w[k], memory_order_relaxed);
-}
-
-static inline uint64_t rpc_arch_req_load(rpc_head_word_t *word)
-{
-    return atomic_load_explicit(word, memory_order_relaxed);
-}
-
-static inline void rpc_arch_req_clear(rpc_head_word_t *word)
-{
-    atomic_store_explicit(word, 0, memory_order_relaxed);
-}
+/* Request words: relaxed 64-bit accesses, the functions shared with AMDGCN at the end. */
+#define RPC_ARCH_WORD_STORE_(p, v) atomic_store_explicit(p, v, memory_order_relaxed)
+#define RPC_ARCH_WORD_LOAD_(p) atomic_load_explicit(p, memory_order_relaxed)
 
 /* ------------------------------------------------------------------------ */
 #elif defined(RPC_ARCH_NVPTX)
@@ -519,19 +504,11 @@ static inline void rpc_arch_flag_store_posted(uint64_t mask, rpc_flag_t *flag, u
     rpc_arch_sync(mask);
 }
 
-/* Request words 0 .. count - 1 as posted 16-byte stores (count rounded up to pairs; `w` has
- * RPC_SHORT_WORDS entries).  The loop is unrolled so that `w` stays in registers. */
-static inline void rpc_arch_req_store(uint64_t mask, rpc_head_word_t *req, const uint64_t *w,
-                                      uint32_t count)
+/* Two request words as one posted 16-byte store. */
+static inline void rpc_arch_req_store2(rpc_head_word_t *pair, uint64_t a, uint64_t b)
 {
-    if (!rpc_arch_is_first_lane(mask))
-        return;
-#pragma unroll
-    for (uint32_t k = 0; k < RPC_SHORT_WORDS; k += 2)
-        if (k < count)
-            __asm__ volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(req + k), "l"(w[k]),
-                             "l"(w[k + 1])
-                             : "memory");
+    __asm__ volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(pair), "l"(a), "l"(b)
+                     : "memory");
 }
 
 static inline uint64_t rpc_arch_req_load(rpc_head_word_t *word)
@@ -711,26 +688,8 @@ static inline void rpc_arch_flag_store_posted(uint64_t mask, rpc_flag_t *flag, u
     rpc_arch_sync(mask);
 }
 
-static inline void rpc_arch_req_store(uint64_t mask, rpc_head_word_t *req, const uint64_t *w,
-                                      uint32_t count)
-{
-    if (!rpc_arch_is_first_lane(mask))
-        return;
-#pragma unroll
-    for (uint32_t k = 0; k < RPC_SHORT_WORDS; k++)
-        if (k < count)
-            __atomic_store_n(&req[k], w[k], __ATOMIC_RELAXED);
-}
-
-static inline uint64_t rpc_arch_req_load(rpc_head_word_t *word)
-{
-    return __atomic_load_n(word, __ATOMIC_RELAXED);
-}
-
-static inline void rpc_arch_req_clear(rpc_head_word_t *word)
-{
-    __atomic_store_n(word, 0, __ATOMIC_RELAXED);
-}
+#define RPC_ARCH_WORD_STORE_(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
+#define RPC_ARCH_WORD_LOAD_(p) __atomic_load_n(p, __ATOMIC_RELAXED)
 
 #endif
 
@@ -754,6 +713,26 @@ static inline void rpc_arch_head_load(uint64_t mask, rpc_head_word_t *head, uint
                (uint64_t)rpc_arch_broadcast(mask, (uint32_t)(v[i] >> 32)) << 32;
     *w0 = v[0];
     *w1 = v[1];
+}
+#endif
+
+#if defined(RPC_ARCH_WORD_STORE_)
+/* Request words on the host and AMDGCN (NVIDIA has its own, above): relaxed stores of
+ * pair[0] = a and pair[1] = b in no particular order, a relaxed load, a clear. */
+static inline void rpc_arch_req_store2(rpc_head_word_t *pair, uint64_t a, uint64_t b)
+{
+    RPC_ARCH_WORD_STORE_(&pair[0], a);
+    RPC_ARCH_WORD_STORE_(&pair[1], b);
+}
+
+static inline uint64_t rpc_arch_req_load(rpc_head_word_t *word)
+{
+    return RPC_ARCH_WORD_LOAD_(word);
+}
+
+static inline void rpc_arch_req_clear(rpc_head_word_t *word)
+{
+    RPC_ARCH_WORD_STORE_(word, 0);
 }
 #endif
 
