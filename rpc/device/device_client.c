@@ -182,6 +182,7 @@ struct dev_rx {
  * TETHER_DEVICE_PROFILE and defines the hook; nothing in normal builds. */
 #if defined(TETHER_DEVICE_PROFILE)
 void tether_device_profile_mark(int phase);
+void tether_device_profile_delay(uint64_t cycles);
 #define DEV_PROF_(phase) tether_device_profile_mark(phase)
 #else
 #define DEV_PROF_(phase) ((void)0)
@@ -278,6 +279,9 @@ static void dev_await_head(struct rpc_client *client, rpc_port_t *port)
     if (units > DEV_WAIT_MAX)
         units = DEV_WAIT_MAX;
     dev_spin_cycles((uint64_t)units * DEV_WAIT_UNIT);
+#if defined(TETHER_DEVICE_PROFILE)
+    tether_device_profile_delay((uint64_t)units * DEV_WAIT_UNIT);
+#endif
     bool first = rpc_client_try_recv(client, port, NULL, (void *)0);
     if (!first)
         rpc_client_recv(client, port, NULL, (void *)0);

@@ -53,9 +53,9 @@ static int run(uint64_t delay_ns)
     }
     uint64_t total = cycles[1] + cycles[2] + cycles[3] + cycles[4] + cycles[5] + cycles[6];
     printf("rpc_phases: %d calls, %lu wrong, %.2f us per call (globaltimer), first poll %lu ns "
-           "after the send, %.2f empty polls per call\n",
+           "after the send, %.2f empty polls per call, learnt delay %.0f cycles per call\n",
            ROUNDS, (unsigned long)bad, (double)ns / ROUNDS / 1e3, (unsigned long)delay_ns,
-           (double)cycles[7] / ROUNDS);
+           (double)cycles[7] / ROUNDS, (double)cycles[0] / ROUNDS);
     const char *names[7] = {"",
                             "open home port",
                             "send",

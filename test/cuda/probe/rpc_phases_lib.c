@@ -46,6 +46,12 @@ void tether_device_profile_mark(int phase)
             ;
 }
 
+/* Slot 0 (mark 0 adds nothing there): the learnt delays before the first poll, in cycles. */
+void tether_device_profile_delay(uint64_t cycles)
+{
+    prof_cycles[0] += cycles;
+}
+
 /* Slot 7: polls for the answer (or retries of an open) that found nothing. */
 void tether_device_profile_poll(void)
 {
