@@ -378,6 +378,7 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
     struct tether_rpc_device_const cfg;
     if (!tether_device_config(&cfg))
         return false;
+    DEV_PROF_(8);
     const struct tether_rpc_device_const *c = &cfg;
 #if defined(RPC_ARCH_NVPTX)
     /* Each thread makes its own call (a one-lane port).  Under independent

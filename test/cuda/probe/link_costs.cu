@@ -129,6 +129,17 @@ __device__ void client_work(struct shared *h, unsigned *dev_word, unsigned i, bo
     asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i << 8) : "memory");
 }
 
+__constant__ unsigned long long const_words[16];
+
+// A load of constant memory the compiler cannot hoist or merge (the same line every time, as
+// the device library's configuration is).
+__device__ __forceinline__ unsigned long long ld_const(void)
+{
+    unsigned long long v;
+    asm volatile("ld.const.u64 %0, [const_words];" : "=l"(v)::"memory");
+    return v;
+}
+
 __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long long *out)
 {
     unsigned long long x = 0, a, b;
@@ -188,7 +199,21 @@ __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long l
         load16_acquire(&h->scratch[8 * k + 2 * (x & 1)], &a, &b);
         s += a + b;
     } x += s);
-    out[30] = x;
+    /* Does an acquire or release empty the constant cache?  Each followed by a constant load
+     * whose value the next step uses. */
+    TIME(30, x += ld_const());
+    TIME(31, unsigned old;
+         asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 0;" : "=r"(old) : "l"(dev_word) : "memory");
+         x += old + ld_const());
+    TIME(32, asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)x) : "memory");
+         x += ld_const());
+    TIME(33, unsigned v;
+         asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+                      : "=r"(v)
+                      : "l"(&h->scratch[24 + (x & 1)])
+                      : "memory");
+         x += v + ld_const());
+    out[39] = x;
 }
 
 // ---- round trips ---------------------------------------------------------------------------------
@@ -408,7 +433,7 @@ int main(void)
     CHECK(cudaSetDevice(0));
     CHECK(cudaHostAlloc((void **)&h, sizeof *h, cudaHostAllocMapped));
     CHECK(cudaHostGetDevicePointer((void **)&d, h, 0));
-    CHECK(cudaMallocManaged((void **)&out, 32 * sizeof *out));
+    CHECK(cudaMallocManaged((void **)&out, 40 * sizeof *out));
     CHECK(cudaMalloc((void **)&dev_word, sizeof *dev_word));
     CHECK(cudaMemset(dev_word, 0, sizeof *dev_word));
 
@@ -416,7 +441,7 @@ int main(void)
     CHECK(cudaDeviceSynchronize());
     primitives<<<1, 1>>>(d, dev_word, out);
     CHECK(cudaDeviceSynchronize());
-    const char *names[30] = {"fence.acq_rel.sys, nothing outstanding",
+    const char *names[34] = {"fence.acq_rel.sys, nothing outstanding",
                             "64-byte store to host + fence.acq_rel.sys",
                             "64-byte store to host",
                             "red.sys.xor on host memory",
@@ -445,8 +470,12 @@ int main(void)
                             "client work, st flag instead of red",
                             "fence.acq_rel.gpu",
                             "4 x 16-byte volatile loads of 4 lines",
-                            "4 x 16-byte ld.acquire.sys of 4 lines"};
-    for (int k = 0; k < 30; k++)
+                            "4 x 16-byte ld.acquire.sys of 4 lines",
+                            "ld.const (same line)",
+                            "atom.acquire.gpu + ld.const",
+                            "st.release.gpu + ld.const",
+                            "ld.acquire.sys of host + ld.const"};
+    for (int k = 0; k < 34; k++)
         printf("link_costs: %-48s %7.3f us\n", names[k], out[k] / 1e3 / N);
 
     const char *shapes[18] = {"raw flag ping-pong", "rpc.h: packet, fence, flip / flip, fence, read",

@@ -18,7 +18,7 @@ void tether_device_profile_poll(void);
 #if defined(__NVPTX__)
 /* In shared memory (address space 3): a mark then costs no trip to L2, where the call's acquires
  * would send a global counter (they empty L1). */
-static __attribute__((address_space(3))) uint64_t prof_cycles[8];
+static __attribute__((address_space(3))) uint64_t prof_cycles[10];
 static __attribute__((address_space(3))) uint64_t prof_last;
 static __attribute__((address_space(3))) uint64_t prof_delay;
 
@@ -33,8 +33,8 @@ void tether_device_profile_mark(int phase)
 {
     uint64_t t;
     __asm__ volatile("mov.u64 %0, %%clock64;" : "=l"(t));
-    /* Mark 0 (the call's packet is built, the port not yet opened) closes phase 6: from the
-     * previous call's close to here (the caller's loop, the library's entry, the packet). */
+    /* Mark 8 (the library's entry has read its configuration) closes phase 8, from the previous
+     * call's end; mark 0 (the packet is built, the port not yet opened) closes phase 6. */
     int slot = phase > 0 ? phase : 6;
     if (prof_last != 0)
         prof_cycles[slot] += t - prof_last;
@@ -60,7 +60,7 @@ void tether_device_profile_poll(void)
 
 void prof_reset(uint64_t delay_ns)
 {
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < 10; k++)
         prof_cycles[k] = 0;
     prof_last = 0;
     prof_delay = delay_ns;
