@@ -63,6 +63,20 @@ static void get(struct rpc_buffer *b, uint32_t lane, void *arg)
     ((uint64_t *)arg)[lane] = b->data[0];
 }
 
+/* The end of a call stepped by hand: the server answers on sp (fill/arg into the buffers, the
+ * head as set) and closes, the client receives on cp and must read heads h0 and h1, closes, and
+ * the pair is freed. */
+static void answer_and_finish(struct pair *p, rpc_port_t *sp, rpc_port_t *cp, rpc_lane_fn fill,
+                              void *arg, uint64_t h0, uint64_t h1)
+{
+    CHECK(rpc_server_try_send(&p->server, sp, fill, arg));
+    rpc_server_close(&p->server, sp);
+    CHECK(rpc_client_try_recv(&p->client, cp, NULL, NULL));
+    CHECK(rpc_port_head(cp, 0) == h0 && rpc_port_head(cp, 1) == h1);
+    rpc_client_close(&p->client, cp);
+    pair_fini(p);
+}
+
 static void test_layout(void)
 {
     /* 1 port, 1 lane: 64 (client flag bytes) + 64 (server's) + 64 (32-byte header) + 64. */
@@ -272,12 +286,7 @@ static void test_heads(void)
     CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
     CHECK(rpc_server_try_open(&p.server, &sp));
     CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
-    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
-    rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
-    CHECK(rpc_port_head(&cp, 0) == 0 && rpc_port_head(&cp, 1) == 0);
-    rpc_client_close(&p.client, &cp);
-    pair_fini(&p);
+    answer_and_finish(&p, &sp, &cp, put, &v, 0, 0);
 }
 
 /* The server opens one given port: only when a call waits there, and not twice. */
@@ -883,12 +892,7 @@ static void test_short_late_other(void)
     g.seen = 0;
     CHECK(rpc_server_try_recv(&p.server, &sp, grab, &g) && short_bytes_ok(&g.buf[0], pkt, 9));
     rpc_port_set_head(&sp, 11, 12);
-    CHECK(rpc_server_try_send(&p.server, &sp, NULL, NULL));
-    rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_recv(&p.client, &a, NULL, NULL));
-    CHECK(rpc_port_head(&a, 0) == 11 && rpc_port_head(&a, 1) == 12);
-    rpc_client_close(&p.client, &a);
-    pair_fini(&p);
+    answer_and_finish(&p, &sp, &a, NULL, NULL, 11, 12);
 }
 
 /* 1c: a head left in the slot by an answered call, then 255 short fire-and-forget calls (no
@@ -1184,6 +1188,19 @@ static void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
     pair_fini(&m.p);
 }
 
+/* test_short_read_state: a short call on port 0 (nothing read since the last fenced flip) that
+ * the server answers with fill_pattern(a) and closes; the client has yet to receive it. */
+static void short_call_answered(struct pair *p, rpc_port_t *cp, rpc_port_t *sp, uint32_t opcode,
+                                const uint64_t *pkt, uint64_t *a)
+{
+    CHECK(rpc_client_try_open_port(&p->client, opcode, 1, 0, cp));
+    CHECK((cp->state_ & RPC_PS_READ) == 0);
+    rpc_client_send_short(&p->client, cp, pkt, 8);
+    CHECK(rpc_server_try_open(&p->server, sp) && rpc_server_try_recv(&p->server, sp, NULL, NULL));
+    CHECK(rpc_server_try_send(&p->server, sp, fill_pattern, a));
+    rpc_server_close(&p->server, sp);
+}
+
 /* 1c: the read bit of the state word, step by step: a short call fences its flag exactly when
  * buffers were read since the client's last fenced flip, whichever client caller read them. */
 static void test_short_read_state(void)
@@ -1194,23 +1211,13 @@ static void test_short_read_state(void)
     rpc_port_t cp, sp;
     make_packet(pkt, 77);
     /* A fresh port: nothing read. */
-    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 0, &cp));
-    CHECK((cp.state_ & RPC_PS_READ) == 0);
-    rpc_client_send_short(&p.client, &cp, pkt, 8);
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, NULL, NULL));
-    CHECK(rpc_server_try_send(&p.server, &sp, fill_pattern, &a));
-    rpc_server_close(&p.server, &sp);
+    short_call_answered(&p, &cp, &sp, 1, pkt, &a);
     CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL)); /* head only: no read */
     CHECK((cp.state_ & RPC_PS_READ) == 0);
     rpc_client_close(&p.client, &cp);
     CHECK((client_state(&p, 0) & (RPC_CS_KNOWN | RPC_CS_READ)) == RPC_CS_KNOWN);
     /* A call that reads its answer: the state word says so after the close ... */
-    CHECK(rpc_client_try_open_port(&p.client, 2, 1, 0, &cp));
-    CHECK((cp.state_ & RPC_PS_READ) == 0);
-    rpc_client_send_short(&p.client, &cp, pkt, 8);
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, NULL, NULL));
-    CHECK(rpc_server_try_send(&p.server, &sp, fill_pattern, &a));
-    rpc_server_close(&p.server, &sp);
+    short_call_answered(&p, &cp, &sp, 2, pkt, &a);
     CHECK(rpc_client_try_recv(&p.client, &cp, check_pattern, &a));
     CHECK(cp.state_ & RPC_PS_READ);
     rpc_client_close(&p.client, &cp);
