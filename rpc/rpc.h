@@ -579,8 +579,8 @@ static inline bool rpc_server_unpack_short_(struct rpc_process *p, uint32_t inde
 
 /* Tries to lock port `index` and checks (L2) that this side may start or
  * serve a call on it.  On success returns true with W2 done, this side's outbox bit in *out_p,
- * (client) the new call's seq in *seq_p and whether buffers were read since the last fence
- * (RPC_PS_READ or 0) in *read_p. */
+ * (client) the new call's seq in *seq_p, whether buffers were read since the last fence
+ * (RPC_PS_READ or 0) in *read_p and the state word's user bits in *user_p (server: 0). */
 static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
                                  uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p,
                                  uint32_t *user_p)
