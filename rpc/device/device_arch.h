@@ -62,8 +62,6 @@ static inline uint64_t dev_active_mask(void)
  * may tick in microseconds on some GPUs). */
 static inline void dev_spin_cycles(uint64_t cycles)
 {
-    if (cycles == 0)
-        return;
     uint64_t t0 = __nvvm_read_ptx_sreg_clock64();
     while (__nvvm_read_ptx_sreg_clock64() - t0 < cycles)
         ;

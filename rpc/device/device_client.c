@@ -282,13 +282,12 @@ static void dev_await_head(struct rpc_client *client, rpc_port_t *port)
 #if defined(TETHER_DEVICE_PROFILE)
     tether_device_profile_delay((uint64_t)units * DEV_WAIT_UNIT);
 #endif
-    bool first = rpc_client_try_recv(client, port, NULL, (void *)0);
-    if (!first)
-        rpc_client_recv(client, port, NULL, (void *)0);
-    if (first)
+    if (rpc_client_try_recv(client, port, NULL, (void *)0)) {
         units = units > 0 ? units - 1u : 0u;
-    else
+    } else {
+        rpc_client_recv(client, port, NULL, (void *)0);
         units = units + DEV_WAIT_UP < DEV_WAIT_MAX ? units + DEV_WAIT_UP : DEV_WAIT_MAX;
+    }
     rpc_port_set_user(port, (rpc_port_user(port) & ~0x3ffu) | units);
 #else
     rpc_client_recv(client, port, NULL, (void *)0);

@@ -186,9 +186,8 @@ static void emit_int(struct fmt_state *s, const struct pscan_spec *spec, unsigne
         zeros = (size_t)precision > nd ? (size_t)precision - nd : 0;
     else if (nd == 0)
         zeros = 1; /* 0 prints "0" */
-    if (conv == 'o' && (flags & PSCAN_FLAG_HASH) && zeros == 0 &&
-        (nd == 0 || digits[sizeof digits - nd] != '0'))
-        zeros = 1;
+    if (conv == 'o' && (flags & PSCAN_FLAG_HASH) && zeros == 0)
+        zeros = 1; /* '#': a leading zero (the first digit of a non-zero value never is one) */
     char prefix[3];
     size_t np = 0;
     if (is_signed && neg)
