@@ -226,20 +226,23 @@ void plugin_rpc_detach(struct plugin_device *dev)
         struct tether_rpc_stats st;
         tether_rpc_server_stats(node->srv, &st);
         plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
-                   "rpc: %llu calls (%llu answered inline), %llu printf/write calls, "
-                   "%llu unhandled, %llu malformed, %llu server wakeups",
+                   "rpc: %llu calls (%llu answered inline, %llu of them at once on a hot port), "
+                   "%llu printf/write calls, %llu unhandled, %llu malformed, %llu server wakeups",
                    (unsigned long long)st.calls, (unsigned long long)st.inline_answers,
-                   (unsigned long long)st.printf_lines, (unsigned long long)st.unhandled,
-                   (unsigned long long)st.malformed, (unsigned long long)st.wakeups);
+                   (unsigned long long)st.hot_answers, (unsigned long long)st.printf_lines,
+                   (unsigned long long)st.unhandled, (unsigned long long)st.malformed,
+                   (unsigned long long)st.wakeups);
         if (st.timed_calls != 0) {
-            plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
-                       "rpc timing: %.0f ns per call from open to close; %llu calls followed "
-                       "one on the same port, %.0f ns from its close to their open; %llu seen "
-                       "by the thread's poll, %.0f ns from seen to open",
-                       (double)st.serve_ns / (double)st.timed_calls, (unsigned long long)st.gaps,
-                       st.gaps ? (double)st.gap_ns / (double)st.gaps : 0.0,
-                       (unsigned long long)st.seen,
-                       st.seen ? (double)st.seen_ns / (double)st.seen : 0.0);
+            plugin_log(
+                dev->plugin, dev, PLUGIN_LOG_INFO,
+                "rpc timing: %.0f ns per call from open to close; %llu calls followed "
+                "one on the same port, %.0f ns from its close to their open; %llu seen "
+                "by the thread's poll, %.0f ns from seen to open, %.0f ns from seen to "
+                "the answer's head stored",
+                (double)st.serve_ns / (double)st.timed_calls, (unsigned long long)st.gaps,
+                st.gaps ? (double)st.gap_ns / (double)st.gaps : 0.0, (unsigned long long)st.seen,
+                st.seen ? (double)st.seen_ns / (double)st.seen : 0.0,
+                st.seen_answered ? (double)st.seen_answer_ns / (double)st.seen_answered : 0.0);
             plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
                        "rpc timing: per call %.0f ns in the services, %.0f ns inside the "
                        "server's handle, %.2f sweeps that found no call",

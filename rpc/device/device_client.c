@@ -240,7 +240,8 @@ static void dev_ring(const struct tether_rpc_device_const *c)
  */
 static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint64_t mask)
 {
-    uint32_t home = dev_broadcast(mask, dev_caller_id()) % client->process.ports;
+    uint32_t id = dev_broadcast(mask, dev_caller_id()), ports = client->process.ports;
+    uint32_t home = id < ports ? id : id % ports; /* a division only where it is needed */
     uint32_t spins = 0;
     rpc_port_t port;
     while (!rpc_client_try_open_port(client, opcode, mask, home, &port))
@@ -250,45 +251,64 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
 
 /*
  * Waits for the answer's head.  NVIDIA: one poll of host memory is a round trip over the link
- * (about 1.2 us on an H200), and an answer that lands in host memory just after a poll has read
- * it is seen only one round trip later.  A poll issued at once after the request reads host
- * memory before the server can have answered (the request's own way there, the server's
- * detection and handling), so a call paid two round trips.  The first poll is therefore issued
- * after a delay learnt per port and kept in the port's user bits (in units of DEV_WAIT_UNIT SM
- * cycles): DEV_WAIT_UP units longer after a first poll that found nothing, 1 unit shorter after
- * one that found the answer, so that about one call in DEV_WAIT_UP + 1 pays the second round
- * trip.  Measured on an H200 with test/cuda/probe/rpc_phases: a one-packet round trip of 3.8 us
- * when polling at once, 2.9-3.2 us with a fixed 300 ns delay, 2.7-3.0 us learnt.  Units of 8
- * cycles and steps of 32 (a jump of about 130 ns, one call in 33 paying the second round trip)
- * came out best, 60 ns ahead of units of 16 with steps of 16 (4 rounds of 5 variants, one
- * machine).  Capped at DEV_WAIT_MAX units (about 2 us): a slow handler costs at most that much
- * more than polling at once.  Elsewhere: rpc_client_recv.
+ * (about 1.3 us on an H200), and an answer that lands in host memory just after a poll has read
+ * it is seen only one round trip later, so the first poll is issued after a delay learnt per
+ * port and kept in the port's user bits.  What the delay is learnt from (test/cuda/probe/
+ * rpc_phases, an H200 machine, a fixed delay before the first poll):
+ *   - A poll issued less than about 100 ns after the request is slow, not empty: it finds the
+ *     answer, but takes up to 0.7 us longer than a round trip (it reads the line the request's
+ *     words were just stored to, and waits behind them).  Calls took 3.57 us with no delay,
+ *     3.14 us at 50 ns, 2.93 us at 100 ns, then about 0.1 us more per 100 ns more.
+ *   - Polls that find nothing come at 2-5% of calls whatever the delay (0 to 600 ns): the
+ *     server thread was busy elsewhere.  Counting only those, as this library first did (a
+ *     step up per empty poll, down per hit), let the delay wander to 270-440 ns.
+ * So each first poll is also timed: a hit that took longer than the port's fastest poll plus
+ * DEV_RTT_MARGIN was issued too early and moves the delay up by DEV_WAIT_UP; so does an empty
+ * poll; a hit in time moves it down by one unit (DEV_WAIT_UNIT SM cycles).  The delay settles
+ * just above where polls start to wait, whatever the server's speed (a slow handler makes
+ * every first poll empty until the delay covers it).  User bits: 0..8 the delay in units,
+ * 9..15 the fastest poll in units of DEV_RTT_UNIT cycles (0: none yet).  Capped at
+ * DEV_WAIT_MAX units (about 2 us): a slow handler costs at most that much more than polling at
+ * once.  Elsewhere: rpc_client_recv.
  */
 #ifndef DEV_WAIT_UNIT /* rpc_phases builds variants */
 #define DEV_WAIT_UNIT 8u
 #endif
 #ifndef DEV_WAIT_UP
-#define DEV_WAIT_UP 32u
+#define DEV_WAIT_UP 4u
 #endif
-#define DEV_WAIT_MAX (4096u / DEV_WAIT_UNIT)
+#define DEV_WAIT_MAX 511u
+#define DEV_RTT_UNIT 64u
+#define DEV_RTT_MAX 127u
+#ifndef DEV_RTT_MARGIN
+#define DEV_RTT_MARGIN 6u
+#endif
 
 static void dev_await_head(struct rpc_client *client, rpc_port_t *port)
 {
 #if defined(RPC_ARCH_NVPTX)
-    uint32_t units = rpc_port_user(port) & 0x3ffu;
-    if (units > DEV_WAIT_MAX)
-        units = DEV_WAIT_MAX;
+    uint32_t user = rpc_port_user(port), units = user & DEV_WAIT_MAX, fast = user >> 9;
     dev_spin_cycles((uint64_t)units * DEV_WAIT_UNIT);
 #if defined(TETHER_DEVICE_PROFILE)
     tether_device_profile_delay((uint64_t)units * DEV_WAIT_UNIT);
 #endif
-    if (rpc_client_try_recv(client, port, NULL, (void *)0)) {
-        units = units > 0 ? units - 1u : 0u;
-    } else {
+    uint64_t t0 = __nvvm_read_ptx_sreg_clock64();
+    bool hit = rpc_client_try_recv(client, port, NULL, (void *)0);
+    uint64_t took = (__nvvm_read_ptx_sreg_clock64() - t0) / DEV_RTT_UNIT;
+    uint32_t poll = took == 0 ? 1u : took > DEV_RTT_MAX ? DEV_RTT_MAX : (uint32_t)took;
+    if (!hit) {
         rpc_client_recv(client, port, NULL, (void *)0);
-        units = units + DEV_WAIT_UP < DEV_WAIT_MAX ? units + DEV_WAIT_UP : DEV_WAIT_MAX;
+        units += DEV_WAIT_UP;
+    } else if (fast != 0 && poll > fast + DEV_RTT_MARGIN) {
+        units += DEV_WAIT_UP;       /* the answer was there, the poll waited: too early */
+        fast += fast < DEV_RTT_MAX; /* and the fastest poll may have been a lucky one */
+    } else {
+        units -= units > 0;
+        fast = fast == 0 || poll < fast ? poll : fast;
     }
-    rpc_port_set_user(port, (rpc_port_user(port) & ~0x3ffu) | units);
+    if (units > DEV_WAIT_MAX)
+        units = DEV_WAIT_MAX;
+    rpc_port_set_user(port, units | fast << 9);
 #else
     rpc_client_recv(client, port, NULL, (void *)0);
 #endif
@@ -302,8 +322,11 @@ static void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opco
     for (uint32_t k = 0; k < niov; k++)
         tx.len += iov[k].len;
 
-    /* The client object (pointers and sizes, 64 bytes) in registers for the whole call. */
+    /* The client object (pointers and sizes, 64 bytes) in registers for the whole call.  Its
+     * `server` field is 0; said here as a constant, it lets the compiler drop every server-side
+     * branch of rpc.h from the call's code. */
     struct rpc_client client = c->client;
+    client.process.server = 0;
 #if defined(RPC_ARCH_NVPTX)
     /* One thread, one packet: a short request (tagged words, no fence before the flag), its
      * words built before the port's lock, whose acquire empties L1 (the caller's bytes, often

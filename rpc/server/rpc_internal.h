@@ -52,7 +52,8 @@ struct srv_call {
     uint8_t lane_of[64]; /* unit -> lane */
     enum srv_phase phase;
     bool answered;      /* the server sent at least one packet of an answer */
-    uint64_t open_ns;   /* TETHER_RPC_TIMING: when the server opened the call */
+    uint64_t open_t;    /* TETHER_RPC_TIMING: when the server opened the call (srv_clock) */
+    uint64_t seen_t;    /* when the thread's poll saw it waiting (srv_clock; 0: not seen so) */
     struct srv_msg *rx; /* units entries (storage: msgs) */
     struct srv_msg *tx; /* units entries (storage: msgs) */
     struct srv_call *next_free;
@@ -157,9 +158,10 @@ struct tether_rpc_server {
     /* TETHER_RPC_TIMING set: time each call from open to close, and the gap between a call's
      * close and the next call's open on the same port (a device thread's next call) */
     bool timing;
-    uint32_t timing_port; /* port of the last call closed, + 1 (0: none) */
-    uint64_t timing_close_ns;
-    uint64_t timing_seen_ns; /* when the thread's poll of the hot ports saw a call (0: not) */
+    double timing_ns_per_tick; /* srv_clock's unit, measured at create */
+    uint32_t timing_port;      /* port of the last call closed, + 1 (0: none) */
+    uint64_t timing_close_t;
+    uint64_t timing_seen_t; /* when the thread's poll of the hot ports saw a call (0: not) */
 
     /* exit requested by the device (handled after the sweep) */
     bool exit_pending;
@@ -169,12 +171,13 @@ struct tether_rpc_server {
     /* statistics */
     _Atomic uint64_t st_calls;
     _Atomic uint64_t st_inline;
+    _Atomic uint64_t st_hot;
     _Atomic uint64_t st_lines;
     _Atomic uint64_t st_unhandled;
     _Atomic uint64_t st_malformed;
     _Atomic uint64_t st_wakeups;
     _Atomic uint64_t st_timed_calls, st_serve_ns, st_gaps, st_gap_ns, st_seen, st_seen_ns;
-    _Atomic uint64_t st_service_ns, st_handle_ns, st_sweeps;
+    _Atomic uint64_t st_service_ns, st_handle_ns, st_sweeps, st_seen_answered, st_seen_answer_ns;
 
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;
@@ -186,6 +189,15 @@ struct tether_rpc_server {
  * fills call->tx for synchronous ones.  Returns true when the call wants an
  * answer. */
 bool srv_service_run(struct tether_rpc_server *srv, struct srv_call *call);
+
+/* One call of a user opcode with a registered handler (under handle_lock): runs the handler on
+ * the request's bytes and returns true with the call's status and the answer's bytes (in
+ * srv->reply, valid until the next user call; srv_reply_trim after they were copied); false,
+ * with nothing run, when the opcode has no handler. */
+bool srv_user_answer(struct tether_rpc_server *srv, uint32_t opcode, uint32_t lane,
+                     const void *data, uint64_t size, uint32_t *status_p,
+                     const unsigned char **bytes_p, uint64_t *len_p);
+void srv_reply_trim(struct tether_rpc_server *srv);
 
 /* rpc_services.c: the device heap at shutdown; the frees the device asked for
  * while a kernel ran (a driver's free may wait for the running kernel, which
@@ -209,10 +221,23 @@ void srv_thread_stop(struct tether_rpc_server *srv);
 
 /* Does a call wait on one of the ports that served the last calls?  A few relaxed loads, no
  * lock: what the server thread polls between sweeps, so that a caller's next call on the same
- * port (a device thread's calls all use its home port) is seen at once.  Also true when the
- * last call completed was fire-and-forget (printf traffic: the next call is rarely on a hot
- * port, so the thread sweeps again at once). */
-bool srv_hot_waiting(struct tether_rpc_server *srv);
+ * port (a device thread's calls all use its home port) is seen at once.  Returns that port + 1,
+ * 0 when none waits, SRV_HOT_SWEEP when the last call completed was fire-and-forget (printf
+ * traffic: the next call is rarely on a hot port, so the thread sweeps again at once). */
+uint32_t srv_hot_waiting(struct tether_rpc_server *srv);
+#define SRV_HOT_SWEEP UINT32_MAX /* srv_hot_waiting: fire-and-forget traffic, sweep again */
+
+/* The server thread's path for a call srv_hot_waiting found on hot port `index`: opens it and
+ * serves it at once (a one-packet user call answered inline without the call state machine's
+ * steps; any other call through them), unless another thread is inside
+ * tether_rpc_server_handle.  True when it opened a call. */
+bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index);
+
+/* TETHER_RPC_TIMING's clock: the time stamp counter on x86-64 (a clock_gettime costs 50-100 ns
+ * in the GPU machines' VMs, several per call, and moved the figures it measured), else
+ * CLOCK_MONOTONIC in ns.  The st_*_ns counters hold its ticks; tether_rpc_server_stats converts
+ * with srv->timing_ns_per_tick. */
+uint64_t srv_clock(void);
 
 /* Adds n to one of the st_ counters other than st_wakeups.  Their writers all hold handle_lock,
  * so a relaxed load and store do, without a locked instruction on a call's path (one before

@@ -351,6 +351,40 @@ static void report_unhandled(struct tether_rpc_server *srv, uint32_t opcode, uin
              opcode, (unsigned long long)mask);
 }
 
+/* Runs a user handler on one request: the call's status, the answer's bytes in srv->reply. */
+static uint32_t user_run(struct tether_rpc_server *srv, const struct srv_handler *h,
+                         const struct tether_rpc_request *req)
+{
+    struct rpc_outbuf *buf = &srv->reply;
+    struct tether_rpc_reply reply = {reply_append, buf};
+    buf->len = 0;
+    return h->fn(h->user, req, &reply) == TETHER_OK ? TETHER_RPC_CALL_OK : TETHER_RPC_CALL_ERROR;
+}
+
+void srv_reply_trim(struct tether_rpc_server *srv)
+{
+    if (srv->reply.cap > 65536) /* a large reply: give its memory back */
+        rpc_outbuf_free(&srv->reply);
+}
+
+bool srv_user_answer(struct tether_rpc_server *srv, uint32_t opcode, uint32_t lane,
+                     const void *data, uint64_t size, uint32_t *status_p,
+                     const unsigned char **bytes_p, uint64_t *len_p)
+{
+    struct srv_handler h;
+    if (!find_handler(srv, opcode, &h))
+        return false;
+    struct tether_rpc_request req = {.opcode = opcode,
+                                     .device_id = srv->config.device_id,
+                                     .lane = lane,
+                                     .data = data,
+                                     .size = size};
+    *status_p = user_run(srv, &h, &req);
+    *bytes_p = (const unsigned char *)srv->reply.data;
+    *len_p = *status_p == TETHER_RPC_CALL_OK ? srv->reply.len : 0;
+    return true;
+}
+
 static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)
 {
     struct srv_handler h;
@@ -360,8 +394,6 @@ static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)
             srv_answer_set(&call->tx[u], TETHER_RPC_CALL_UNHANDLED, NULL, 0);
         return;
     }
-    struct rpc_outbuf *buf = &srv->reply;
-    struct tether_rpc_reply reply = {reply_append, buf};
     for (uint32_t u = 0; u < call->units; u++) {
         const struct srv_msg *m = &call->rx[u];
         if (m->too_big || m->oom) {
@@ -376,15 +408,11 @@ static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)
             .data = m->data,
             .size = m->have,
         };
-        buf->len = 0;
-        tether_status_t st = h.fn(h.user, &req, &reply);
-        if (st == TETHER_OK)
-            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_OK, buf->data, buf->len);
-        else
-            srv_answer_set(&call->tx[u], TETHER_RPC_CALL_ERROR, NULL, 0);
+        uint32_t status = user_run(srv, &h, &req);
+        srv_answer_set(&call->tx[u], status, srv->reply.data,
+                       status == TETHER_RPC_CALL_OK ? srv->reply.len : 0);
     }
-    if (buf->cap > 65536) /* a large reply: give its memory back */
-        rpc_outbuf_free(buf);
+    srv_reply_trim(srv);
 }
 
 /* ---- dispatch --------------------------------------------------------------------------- */

@@ -83,7 +83,7 @@ heap | user)
   if [ "$case_" = user ]; then
     n=$(grep -c "no handler for RPC opcode 0x8101" "$work/err.txt" || true)
     [ "$n" = 1 ] || fail "want one diagnostic for opcode 0x8101, got $n: $(cat "$work/err.txt")"
-    stats=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc: [0-9]+ calls \([1-9][0-9]* answered inline\)" "$work/err.txt" | head -1)
+    stats=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc: [0-9]+ calls \([1-9][0-9]* answered inline, [0-9]+ of them at once on a hot port\)" "$work/err.txt" | head -1)
     [ -n "$stats" ] || fail "no RPC counts with inline answers in the plugin's shutdown log: $(grep "rpc:" "$work/err.txt" | head -3)"
     echo "$stats"
     timing=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc timing: [1-9][0-9]* ns per call from open to close; [0-9]+ calls followed" "$work/err.txt" | head -1)

@@ -618,10 +618,13 @@ static void *user_thread(void *arg)
     return NULL;
 }
 
-static void test_user(void)
+/* wide: the host client's calls (one thread over all lanes of a port); else one-lane calls as
+ * a GPU thread makes them, which the server thread answers on its hot path when it sees them
+ * on a port of the last calls (srv_serve_hot). */
+static void test_user(bool wide)
 {
     struct rig rig;
-    rig_up(&rig, true, 16, 32, true);
+    rig_up(&rig, wide, 16, 32, true);
     atomic_int count = 0, failures = 0;
     CHECK(tether_rpc_register(rig.srv, 0x8001, reverse_handler, &count) == TETHER_OK, "register");
     CHECK(tether_rpc_register(rig.srv, 0x7fff, reverse_handler, &count) == TETHER_ERR_INVALID,
@@ -656,6 +659,17 @@ static void test_user(void)
     CHECK(st1.inline_answers - st0.inline_answers == TETHER_RPC_INLINE_MAX + 1,
           "%llu inline answers, expected %u",
           (unsigned long long)(st1.inline_answers - st0.inline_answers), TETHER_RPC_INLINE_MAX + 1);
+    /* One thread's calls one after the other on its home port: one-lane calls are answered on
+     * the server thread's hot path (most of them; at least one must be), wide ones never. */
+    for (int c = 0; c < 200; c++) {
+        char one[4] = {(char)c, 1, 2, 3}, rev[4];
+        CHECK(tether_rpc_call(0x8001, one, 4, rev, 4) == 4 && rev[0] == 3 && rev[3] == (char)c,
+              "call %d: wrong answer", c);
+    }
+    tether_rpc_server_stats(rig.srv, &st1);
+    CHECK(wide ? st1.hot_answers == 0 : st1.hot_answers > st0.hot_answers,
+          "%s calls: %llu answered on the hot path", wide ? "wide" : "one-lane",
+          (unsigned long long)st1.hot_answers);
     uint64_t head[2];
     uint32_t status;
     uint64_t ilen;
@@ -977,7 +991,9 @@ int main(int argc, char **argv)
     else if (strcmp(c, "malloc-burst") == 0)
         test_malloc_burst();
     else if (strcmp(c, "user") == 0)
-        test_user();
+        test_user(true);
+    else if (strcmp(c, "user-lanes") == 0)
+        test_user(false);
     else if (strcmp(c, "bad") == 0)
         test_bad();
     else if (strcmp(c, "exit") == 0)
