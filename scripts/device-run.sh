@@ -141,6 +141,22 @@ if want tether; then
     rpc_progs=()
     [ -x "$work/bin/omp-rpc/rpc" ] && rpc_progs+=("$work/bin/omp-rpc/rpc")
     bench "$out/tether.txt" tether_runner "${omp_progs[@]}" "${rpc_progs[@]}"
+    # The round trip and its baseline each move by 10-20% from one run to the next (the raw
+    # ping-pong between 1.6 and 2.0 us on one machine): 5 rounds, each the raw ping-pong then
+    # tether's call, and the median of each as "pingpong_median" beside the single runs.
+    if [ ${#rpc_progs[@]} -gt 0 ] && [ -x "$work/bin/native/pingpong" ]; then
+      say "round trip: 5 alternating rounds of the raw ping-pong and tether's call"
+      : >"$work/rounds.txt"
+      for r in 1 2 3 4 5; do
+        n=$(timeout "$limit" "$work/bin/native/pingpong" | sed -n 's/^fig pingpong \([0-9.]*\).*/\1/p')
+        t=$(omp_run plugins-tether "${rpc_progs[0]}" | sed -n 's/^fig pingpong \([0-9.]*\).*/\1/p')
+        [ -n "$n" ] && [ -n "$t" ] || fail "round trip round $r"
+        echo "round $r: raw $n us, tether $t us" | tee -a "$work/rounds.txt"
+      done
+      median() { sed -n "s/.*$1 \([0-9.]*\) us.*/\1/p" "$work/rounds.txt" | sort -n | sed -n 3p; }
+      [ -f "$out/native.txt" ] && echo "fig pingpong_median $(median raw) us" >>"$out/native.txt"
+      echo "fig pingpong_median $(median tether) us" >>"$out/tether.txt"
+    fi
     # How host threads wait matters for latency: LLVM 16 forces blocking sync, tether's default
     # lets the driver spin.  The same launch benchmark with tether set to blocking:
     if [ -x "$work/bin/omp/launch" ]; then
