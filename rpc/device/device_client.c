@@ -256,12 +256,13 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
  * port and kept in the port's user bits.  What the delay is learnt from (test/cuda/probe/
  * rpc_phases, an H200 machine, a fixed delay before the first poll):
  *   - A poll issued less than about 100 ns after the request is slow, not empty: it finds the
- *     answer, but takes up to 0.7 us longer than a round trip (it reads the line the request's
- *     words were just stored to, and waits behind them).  Calls took 3.57 us with no delay,
- *     3.14 us at 50 ns, 2.93 us at 100 ns, then about 0.1 us more per 100 ns more.
+ *     answer, but takes up to 0.7 us longer than a round trip (probably because it reads the
+ *     line the request's words were just stored to, behind them).  Calls took 3.57 us with
+ *     no delay, 3.14 us at 50 ns, 2.93 us at 100 ns, 3.02-3.11 us at 150-300 ns, 3.19-3.37 us
+ *     at 350-600 ns (one run each).
  *   - Polls that find nothing come at 2-5% of calls whatever the delay (0 to 600 ns): the
  *     server thread was busy elsewhere.  Counting only those, as this library first did (a
- *     step up per empty poll, down per hit), let the delay wander to 270-440 ns.
+ *     step up per empty poll, down per hit), let the delay wander between 150 and 480 ns.
  * So each first poll is also timed: a hit that took longer than the port's fastest poll plus
  * DEV_RTT_MARGIN was issued too early and moves the delay up by DEV_WAIT_UP; so does an empty
  * poll; a hit in time moves it down by one unit (DEV_WAIT_UNIT SM cycles).  The delay settles

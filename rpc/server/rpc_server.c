@@ -715,9 +715,12 @@ static bool hot_call(struct tether_rpc_server *srv, struct srv_call *call, rpc_p
     uint32_t status = 0;
     const unsigned char *bytes = NULL;
     uint64_t n = 0;
+    uint64_t t0 = srv->timing ? srv_clock() : 0;
     bool ran = len <= RPC_STREAM_FIRST &&
                srv_user_answer(srv, op, (uint32_t)__builtin_ctzll(mask), (unsigned char *)pkt + 8,
                                len, &status, &bytes, &n);
+    if (srv->timing && ran)
+        srv_count(&srv->st_service_ns, srv_clock() - t0);
     uint64_t head[2];
     if (ran && tether_rpc_inline_pack(status, bytes, n, head)) {
         if (srv->timing)
