@@ -120,11 +120,34 @@
  *      loads of the words after W2, its relaxed zero stores before its flip.
  *   L1 Lock: RMW fetch_or with acquire on the side's lock word (server: a
  *      bitmap; client: the port's state word); unlock: fetch_and (server) or
- *      a store of the next state (client) with release.  A new holder thereby
- *      sees the previous holder's flips and so computes the port's outbox bit
- *      correctly.
+ *      a store of the next state (client) with release (but see L3).  A new
+ *      holder thereby sees the previous holder's flips and so computes the
+ *      port's outbox bit correctly.
  *   L2 Open re-checks ownership (W1 + W2) after L1: another agent of the same
  *      side may have served and closed the port between scan and lock.
+ *   L3 Unfenced closes.  A client caller may name itself with a key
+ *      (rpc_client_try_open_keyed): a non-zero value that no other caller able
+ *      to open the port at the same time uses.  A keyed caller that read no
+ *      buffers since its last fenced flip unlocks with a relaxed store that
+ *      records UNFENCED and its key; every other close is L1's release (on a
+ *      GPU the release is a MEMBAR.GPU, ~0.24 us, a tenth of a round trip).
+ *      The next opener with the same key is the same caller: program order
+ *      gives it what L1 would.  Any other opener ignores "known" on such a word
+ *      and opens as after a send (W1 + W2 on the server's flag): its acquire
+ *      pairs with the server's last flip, which the server makes after it read
+ *      the previous caller's request and after its own last access to the
+ *      header, request words and buffers, so all of those happen before this
+ *      opener's accesses.  What the PTX model no longer bounds is how old the
+ *      flag value that opener reads may be: a value two flips old would say
+ *      "owned" too early.  L1's release used to bound it (the previous holder
+ *      had seen the newer flip); after an unfenced close it rests on the link:
+ *      the flag is read from host memory by a system-scope load issued after
+ *      the previous caller's close, which followed its read of the server's
+ *      answer, stored after the flip.  The device library gives keys only to
+ *      threads of grids with at most one thread per port, so this applies only
+ *      between grids that run at the same time (rpc/device/device_client.c).  A
+ *      busy open (L2 found the server's turn) puts the word back as it was, with
+ *      a release if the close that left it had one.
  *   Host threads (C11): W1 memory_order_relaxed loads, W2
  *   atomic_thread_fence(memory_order_acquire), W3 atomic_store_explicit(
  *   memory_order_release), L1 fetch_or acquire / fetch_and or store release.
@@ -135,7 +158,8 @@
  *   fence.acq_rel.sys / fence acquire system; W3 every lane fences
  *   (fence.acq_rel.sys / fence release system), the warp synchronises, one
  *   lane stores the byte; heads: one ld.acquire.sys.v2.u64.  The GPU-side
- *   locks are device-scope (atom.acquire.gpu / st.release.gpu).  The host
+ *   locks are device-scope (atom.acquire.gpu / st.release.gpu, st.relaxed.gpu
+ *   for L3).  The host
  *   side of a PCIe pair uses the host rules: x86 stores are not reordered
  *   with older loads or stores, so the host's flip and head are ordered
  *   after its buffer accesses as the GPU observes them.
@@ -242,7 +266,7 @@ struct rpc_header {
 
 _Static_assert(sizeof(struct rpc_buffer) == RPC_BUFFER_SIZE, "rpc_buffer layout");
 _Static_assert(sizeof(struct rpc_header) == 128, "rpc_header layout");
-_Static_assert(sizeof(rpc_word_t) == 4, "mailbox words are 32 bits");
+_Static_assert(sizeof(rpc_word_t) == 4 && sizeof(rpc_state_t) == 8, "lock and state words");
 _Static_assert(RPC_PORTS_MAX % 32 == 0, "bitmap words");
 
 static inline uint64_t rpc_align_(uint64_t n)
@@ -296,19 +320,20 @@ static inline uint64_t rpc_region_size(uint32_t ports, uint32_t lanes)
     return rpc_buffer_offset(ports) + (uint64_t)ports * lanes * RPC_BUFFER_SIZE;
 }
 
-/* Size in bytes of one side's private memory (its own, zeroed, 4-byte aligned, never shared
- * with the other side): one 32-bit word per port; 0 when ports is not valid.  The server uses
- * the first ceil(ports / 32) words as its lock bitmap.  The client keeps a state word per port
- * (RPC_CS_*): its lock bit; "known", set by a client that closed a port it owned (its last step
- * was a receive, so the server cannot flip that port before the client does), with the client's
- * outbox bit at that close; and the port's call count (the seq of ANSWER HEADS).  One atomic
- * takes the lock and reads all of it; a client opening a known port reads no mailbox (on a GPU
- * two round trips over the link saved), and one store at close writes it back and unlocks. */
+/* Size in bytes of one side's private memory (its own, zeroed, 8-byte aligned, never shared
+ * with the other side): one 64-bit word per port; 0 when ports is not valid.  The server uses
+ * the first ceil(ports / 32) 32-bit words as its lock bitmap.  The client keeps a state word per
+ * port (RPC_CS_*): its lock bit; "known", set by a client that closed a port it owned (its last
+ * step was a receive, so the server cannot flip that port before the client does), with the
+ * client's outbox bit at that close; the port's call count (the seq of ANSWER HEADS); and, for
+ * a close without a fence, the closer's key (L3).  One atomic takes the lock and reads all of
+ * it; a client opening a known port reads no mailbox (on a GPU two round trips over the link
+ * saved), and one store at close writes it back and unlocks. */
 static inline uint64_t rpc_lock_size(uint32_t ports)
 {
     if (ports < 1 || ports > RPC_PORTS_MAX)
         return 0;
-    return (uint64_t)ports * sizeof(rpc_word_t);
+    return (uint64_t)ports * sizeof(rpc_state_t);
 }
 
 /* Bits of a client port's state word. */
@@ -316,8 +341,10 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
 #define RPC_CS_KNOWN 0x2u     /* client-owned since its last close */
 #define RPC_CS_OUT 0x4u       /* the client's outbox bit at the last close */
 #define RPC_CS_READ 0x8u      /* with KNOWN: buffers were read since the last fenced flip */
+#define RPC_CS_UNFENCED 0x10u /* closed without a fence by the caller of the key */
 #define RPC_CS_SEQ_SHIFT 8u   /* bits 8..15: seq of the port's last call */
 #define RPC_CS_USER_SHIFT 16u /* bits 16..31: the callers' own (rpc_port_user) */
+#define RPC_CS_KEY_SHIFT 32u  /* bits 32..63: with UNFENCED, the key of that caller */
 
 /* ---- process objects ---------------------------------------------------- */
 
@@ -329,7 +356,7 @@ struct rpc_process {
     rpc_flag_t *sflags;         /* server outbox: a flag byte per port */
     struct rpc_header *headers; /* ports entries */
     struct rpc_buffer *buffers; /* ports x lanes entries */
-    rpc_word_t *locks;          /* this side's lock bitmap (private memory) */
+    rpc_word_t *locks;          /* private memory: server lock bitmap / client rpc_state_t */
     uint32_t ports;
     uint32_t lanes;
     uint32_t words;  /* rpc_bitmap_words(ports) */
@@ -358,11 +385,13 @@ typedef struct rpc_port {
     uint32_t opcode_;
     uint32_t state_;
     uint32_t key_;
-    uint32_t seq_;  /* the call's seq (header) */
-    uint32_t user_; /* client: the state word's user bits (rpc_port_user) */
+    uint32_t seq_;   /* the call's seq (header) */
+    uint32_t user_;  /* client: the state word's user bits (rpc_port_user) */
+    uint32_t owner_; /* client: the opener's key (rpc_client_try_open_keyed), 0 for none */
+    uint32_t pad_;
 } rpc_port_t;
 
-_Static_assert(sizeof(rpc_port_t) == 48, "rpc_port layout");
+_Static_assert(sizeof(rpc_port_t) == 56, "rpc_port layout");
 
 /* Per-lane callback of send/recv: `buffer` is lane `lane`'s 64 bytes, owned by
  * the caller for the duration of the call. */
@@ -385,6 +414,12 @@ static inline uint32_t rpc_port_key_(const struct rpc_process *process, uint32_t
 {
     uint64_t p = (uint64_t)(uintptr_t)process;
     return (uint32_t)(p ^ (p >> 32)) ^ (index * 0x9e3779b9u) ^ 0x7e7e5a17u;
+}
+
+/* The client's state word of port `index`. */
+static inline rpc_state_t *rpc_state_(const struct rpc_process *process, uint32_t index)
+{
+    return (rpc_state_t *)(void *)process->locks + index;
 }
 
 static inline uint64_t rpc_lanes_mask_(const struct rpc_process *process)
@@ -411,7 +446,8 @@ static inline void rpc_port_check_(struct rpc_process *process, const rpc_port_t
         RPC_ASSERT(rpc_arch_load(port->lane_mask_, &process->locks[port->index_ / 32]) &
                    (1u << (port->index_ % 32)));
     else
-        RPC_ASSERT(rpc_arch_load(port->lane_mask_, &process->locks[port->index_]) & RPC_CS_LOCK);
+        RPC_ASSERT(rpc_arch_load_state(port->lane_mask_, rpc_state_(process, port->index_)) &
+                   RPC_CS_LOCK);
 #else
     (void)process;
     (void)port;
@@ -537,7 +573,7 @@ static inline tether_status_t rpc_process_check_args_(const void *process, const
 {
     if (!process || !region || !locks || !rpc_config_valid(ports, lanes))
         return TETHER_ERR_INVALID;
-    if (((uintptr_t)region % RPC_ALIGN) != 0 || ((uintptr_t)locks % sizeof(rpc_word_t)) != 0)
+    if (((uintptr_t)region % RPC_ALIGN) != 0 || ((uintptr_t)locks % sizeof(rpc_state_t)) != 0)
         return TETHER_ERR_INVALID;
     return TETHER_OK;
 }
@@ -580,19 +616,23 @@ static inline bool rpc_server_unpack_short_(struct rpc_process *p, uint32_t inde
 /* Tries to lock port `index` and checks (L2) that this side may start or
  * serve a call on it.  On success returns true with W2 done, this side's outbox bit in *out_p,
  * (client) the new call's seq in *seq_p, whether buffers were read since the last fence
- * (RPC_PS_READ or 0) in *read_p and the state word's user bits in *user_p (server: 0). */
+ * (RPC_PS_READ or 0) in *read_p and the state word's user bits in *user_p (server: 0).
+ * `key`: the client caller's key (L3), 0 for none. */
 static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
-                                 uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p,
+                                 uint32_t key, uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p,
                                  uint32_t *user_p)
 {
-    uint32_t w = index / 32, bit = 1u << (index % 32), old = 0;
+    uint32_t w = index / 32, bit = 1u << (index % 32);
+    uint64_t old = 0;
     if (process->server ? !rpc_arch_try_lock(mask, &process->locks[w], bit)
-                        : !rpc_arch_lock_word(mask, &process->locks[index], RPC_CS_LOCK, &old))
+                        : !rpc_arch_lock_state(mask, rpc_state_(process, index), RPC_CS_LOCK, &old))
         return false;
-    *seq_p = ((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
+    *seq_p = (uint32_t)((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
     *read_p = 0;
-    *user_p = old >> RPC_CS_USER_SHIFT;
-    if (old & RPC_CS_KNOWN) {
+    *user_p = (uint32_t)(old >> RPC_CS_USER_SHIFT) & 0xffffu;
+    /* A close without a fence (L3) is known only to the caller that made it. */
+    if ((old & RPC_CS_KNOWN) &&
+        (!(old & RPC_CS_UNFENCED) || (key != 0 && (uint32_t)(old >> RPC_CS_KEY_SHIFT) == key))) {
         /* Known client-owned since its last close: the outbox bit then is the one now. */
         *out_p = (old & RPC_CS_OUT) ? 1u : 0u;
         *read_p = (old & RPC_CS_READ) ? RPC_PS_READ : 0u;
@@ -613,16 +653,18 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
 busy:
     if (process->server)
         rpc_arch_unlock(mask, &process->locks[w], bit);
-    else
-        rpc_arch_unlock_word(mask, &process->locks[index], old);
+    else /* as it was, and with a release if the close that left it had one (L1, L3) */
+        rpc_arch_unlock_state(mask, rpc_state_(process, index), old, !(old & RPC_CS_UNFENCED));
     return false;
 }
 
 static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint32_t index,
                                         uint64_t mask, uint32_t opcode, uint32_t out, uint32_t seq,
-                                        uint32_t read, uint32_t user)
+                                        uint32_t read, uint32_t user, uint32_t key)
 {
     rpc_port_t port;
+    port.owner_ = key;
+    port.pad_ = 0;
     port.lane_mask_ = mask;
     port.head_[0] = 0;
     port.head_[1] = 0;
@@ -732,12 +774,17 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
     } else {
         /* Still owned (nothing sent since the last receive, or since the open): the next
          * opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
-         * outbox bit is recorded either way. */
-        uint32_t next = port->user_ << RPC_CS_USER_SHIFT | port->seq_ << RPC_CS_SEQ_SHIFT |
+         * outbox bit is recorded either way.  A keyed caller that read no buffers since its
+         * last fenced flip unlocks without a fence and leaves its key (L3). */
+        uint64_t next = (uint64_t)port->user_ << RPC_CS_USER_SHIFT |
+                        (uint64_t)port->seq_ << RPC_CS_SEQ_SHIFT |
                         ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
         if (port->state_ & RPC_PS_OWNED)
             next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
-        rpc_arch_unlock_word(port->lane_mask_, &process->locks[port->index_], next);
+        bool fenced = port->owner_ == 0 || (port->state_ & RPC_PS_READ);
+        if (!fenced)
+            next |= RPC_CS_UNFENCED | (uint64_t)port->owner_ << RPC_CS_KEY_SHIFT;
+        rpc_arch_unlock_state(port->lane_mask_, rpc_state_(process, port->index_), next, fenced);
     }
     port->state_ = 0;
 }
@@ -939,13 +986,37 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             uint32_t bit = (uint32_t)__builtin_ctz(free);
             uint32_t index = w * 32 + bit, out, seq, read, user;
             free &= free - 1;
-            if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read, &user))
+            if (!rpc_try_take_(p, lane_mask, index, 0, &out, &seq, &read, &user))
                 continue;
-            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user);
+            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user, 0);
             return true;
         }
     }
     return false;
+}
+
+/* As rpc_client_try_open_port, for a caller that names itself with `key`: a non-zero value
+ * that no other caller able to open this port at the same time uses (0: none, then this is
+ * rpc_client_try_open_port).  A close of such a call that leaves the port with the client and
+ * read no buffers unlocks without a fence, and only a caller of the same key may then open the
+ * port without reading its mailbox (L3).  On a GPU that saves the fence of the unlock
+ * (a MEMBAR.GPU, ~0.24 us) in every answered call. */
+static inline bool rpc_client_try_open_keyed(struct rpc_client *client, uint32_t opcode,
+                                             uint64_t lane_mask, uint32_t index, uint32_t key,
+                                             rpc_port_t *port_p)
+{
+    struct rpc_process *p = &client->process;
+    RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
+    opcode = rpc_arch_broadcast(lane_mask, opcode);
+    index = rpc_arch_broadcast(lane_mask, index);
+    key = rpc_arch_broadcast(lane_mask, key);
+    if (index >= p->ports) /* a division only when needed (a GPU's home port is in range) */
+        index %= p->ports;
+    uint32_t out, seq, read, user;
+    if (!rpc_try_take_(p, lane_mask, index, key, &out, &seq, &read, &user))
+        return false;
+    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user, key);
+    return true;
 }
 
 /* As rpc_client_try_open for port `index` only (a caller's home port): no sweep, so on a GPU
@@ -954,17 +1025,7 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
 static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t opcode,
                                             uint64_t lane_mask, uint32_t index, rpc_port_t *port_p)
 {
-    struct rpc_process *p = &client->process;
-    RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
-    opcode = rpc_arch_broadcast(lane_mask, opcode);
-    index = rpc_arch_broadcast(lane_mask, index);
-    if (index >= p->ports) /* a division only when needed (a GPU's home port is in range) */
-        index %= p->ports;
-    uint32_t out, seq, read, user;
-    if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read, &user))
-        return false;
-    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user);
-    return true;
+    return rpc_client_try_open_keyed(client, opcode, lane_mask, index, 0, port_p);
 }
 
 /* Blocking open: retries rpc_client_try_open until a port is free. */
@@ -1154,7 +1215,7 @@ static inline rpc_port_t rpc_server_opened_(struct rpc_process *p, uint32_t inde
 {
     const struct rpc_header *header = &p->headers[index];
     return rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p), header->opcode, out,
-                          header->seq, 0, 0);
+                          header->seq, 0, 0, 0);
 }
 
 /* A hint, without locking: does a call wait on port `index` (c != s)?  Two relaxed loads. */
@@ -1198,7 +1259,7 @@ static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t wor
             uint32_t bit = (uint32_t)__builtin_ctz(ready);
             uint32_t index = w * 32 + bit, out, seq, read, user;
             ready &= ready - 1;
-            if (!rpc_try_take_(p, mask, index, &out, &seq, &read, &user))
+            if (!rpc_try_take_(p, mask, index, 0, &out, &seq, &read, &user))
                 continue;
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
             *port_p = rpc_server_opened_(p, index, out);
@@ -1225,7 +1286,7 @@ static inline bool rpc_server_try_open_port(struct rpc_server *server, uint32_t 
     const uint64_t mask = 1;
     uint32_t out, seq, read, user;
     if (index >= p->ports || !rpc_server_waiting(server, index) ||
-        !rpc_try_take_(p, mask, index, &out, &seq, &read, &user))
+        !rpc_try_take_(p, mask, index, 0, &out, &seq, &read, &user))
         return false;
     *port_p = rpc_server_opened_(p, index, out);
     return true;

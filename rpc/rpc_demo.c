@@ -25,7 +25,7 @@ enum {
 };
 
 #define PORTS 8u
-#define DEMO_LOCK_WORDS 8u /* >= rpc_lock_size(PORTS) / 4, checked in main */
+#define DEMO_LOCK_WORDS 8u /* >= rpc_lock_size(PORTS) / 8, checked in main */
 #define LANES 4u
 
 static const char *op_name(uint32_t op)
@@ -86,7 +86,7 @@ static void get_lane(struct rpc_buffer *b, uint32_t lane, void *arg)
 static int serve(void *region)
 {
     const char *me = "  [server]";
-    uint32_t locks[DEMO_LOCK_WORDS] = {0}; /* rpc_lock_size(PORTS) bytes */
+    uint64_t locks[DEMO_LOCK_WORDS] = {0}; /* rpc_lock_size(PORTS) bytes */
     struct rpc_server server;
     if (rpc_server_init(&server, region, PORTS, LANES, locks) != TETHER_OK)
         return 1;
@@ -165,7 +165,7 @@ static int serve(void *region)
 static int client_calls(void *region)
 {
     const char *me = "[client]";
-    uint32_t locks[DEMO_LOCK_WORDS] = {0}; /* rpc_lock_size(PORTS) bytes */
+    uint64_t locks[DEMO_LOCK_WORDS] = {0}; /* rpc_lock_size(PORTS) bytes */
     struct rpc_client client;
     int bad = 0;
     if (rpc_client_init(&client, region, PORTS, LANES, locks) != TETHER_OK)
@@ -237,7 +237,7 @@ static int client_calls(void *region)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (rpc_lock_size(PORTS) > DEMO_LOCK_WORDS * 4) {
+    if (rpc_lock_size(PORTS) > DEMO_LOCK_WORDS * 8) {
         fprintf(stderr, "rpc_demo: DEMO_LOCK_WORDS is below rpc_lock_size(PORTS)\n");
         return 1;
     }

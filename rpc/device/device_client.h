@@ -11,11 +11,11 @@
  * the host (server, tests) and inside `#pragma omp declare target` for the
  * device library, so the layout is one definition; _Static_assert pins it.
  *
- * Invariants: the lock bitmap used by the device side is `locks` inside the
- * global itself (zeroed by the copy), so nothing else must be allocated for
+ * Invariants: the port state words used by the device side are `locks` inside
+ * the global itself (zeroed by the copy), so nothing else must be allocated for
  * the client; `ports` is at most TETHER_RPC_DEVICE_PORTS_MAX.  Hence one
- * server per image: two images (two globals, two lock bitmaps) must not share
- * one region.
+ * server per image: two images (two globals, two sets of state words) must not
+ * share one region.
  *
  * Thread safety: after the copy the struct is read-only for the device,
  * except `locks`, which rpc.h updates atomically.
@@ -30,7 +30,7 @@
 #include "tether/rpc_opcodes.h"
 
 #define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
-#define TETHER_RPC_CLIENT_VERSION 4u        /* 4: short requests (128-byte headers) */
+#define TETHER_RPC_CLIENT_VERSION 5u        /* 5: 64-bit port state words (keyed closes) */
 #define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
 /* NVIDIA images: a copy of the client's first TETHER_RPC_CLIENT_CONST_SIZE bytes (everything but
  * the port state words) in constant memory, written by the host next to the global. */
@@ -51,7 +51,7 @@ struct tether_rpc_device_client {
     uint64_t doorbell;
     uint64_t reserved[5];
     struct rpc_client client;                      /* device addresses; locks point at `locks` */
-    rpc_word_t locks[TETHER_RPC_DEVICE_PORTS_MAX]; /* rpc_lock_size(ports): a state word per port */
+    rpc_state_t locks[TETHER_RPC_DEVICE_PORTS_MAX]; /* rpc_lock_size(ports): a state word per port */
 };
 
 _Static_assert(offsetof(struct tether_rpc_device_client, client) == 64, "client layout");
@@ -86,7 +86,7 @@ struct tether_rpc_doorbell {
     uint32_t seq;
     uint32_t sleepers;
 };
-_Static_assert(sizeof(struct tether_rpc_device_client) == 128 + 4 * TETHER_RPC_DEVICE_PORTS_MAX,
+_Static_assert(sizeof(struct tether_rpc_device_client) == 128 + 8 * TETHER_RPC_DEVICE_PORTS_MAX,
                "client layout");
 
 /* Packets of a message of `len` bytes when each packet carries `per_packet`

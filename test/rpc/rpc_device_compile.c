@@ -50,6 +50,13 @@ uint64_t rpc_compile_client(struct rpc_client *client, uint64_t lane_mask, uint3
         rpc_client_send(client, &port, fill_word, &value);
         rpc_client_close(client, &port);
     }
+    /* A keyed call answered through the head alone: its close has no fence. */
+    if (rpc_client_try_open_keyed(client, 9, lane_mask, hint, hint + 1, &port)) {
+        rpc_client_send(client, &port, fill_word, &value);
+        rpc_client_recv(client, &port, NULL, NULL);
+        sum += rpc_port_head(&port, 0);
+        rpc_client_close(client, &port);
+    }
     return sum;
 }
 

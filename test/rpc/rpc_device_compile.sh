@@ -59,8 +59,9 @@ nvptx)
     check "fence.acq_rel.sys"   # W2/W3 fences (acquire and release patterns)
     check "ld.volatile"         # W1 relaxed system-scope loads
     check "ld.acquire.sys.global.v2.u64"  # answer head: one 16-byte read
-    check "atom.acquire.gpu.global.or.b32" # client port state word: lock
-    check "st.release.gpu.global.u32"     # ... and unlock
+    check "atom.acquire.gpu.global.or.b64" # client port state word: lock
+    check "st.release.gpu.global.u64"     # ... and unlock, fenced
+    check "st.relaxed.gpu.global.u64"     # ... or not (L3)
     check "shfl.sync.idx"       # warp-uniform mailbox values
     ;;
 amdgcn)

@@ -89,7 +89,8 @@ static void test_layout(void)
     CHECK(rpc_region_size(1, 65) == 0 && rpc_region_size(RPC_PORTS_MAX + 1, 1) == 0);
     CHECK(rpc_region_size(RPC_PORTS_MAX, 64) == 2 * 1048576 + 134217728ull + (1ull << 32));
     /* One state word per port. */
-    CHECK(rpc_lock_size(1) == 4 && rpc_lock_size(33) == 132 && rpc_lock_size(65536) == 262144);
+    CHECK(rpc_lock_size(1) == 8 && rpc_lock_size(33) == 264 && rpc_lock_size(65536) == 524288);
+    CHECK(rpc_lock_size(65536) >= 4ull * rpc_bitmap_words(65536)); /* the server's bitmap fits */
     CHECK(rpc_lock_size(0) == 0);
     uint32_t ports[] = {1, 31, 32, 33, 64, 1000, 4096, 65536};
     for (unsigned i = 0; i < sizeof(ports) / sizeof(ports[0]); i++) {
@@ -104,7 +105,7 @@ static void test_layout(void)
 
     /* init rejects what it cannot use and writes nothing then. */
     static _Alignas(64) char region[320];
-    uint32_t locks[1];
+    uint64_t locks[1];
     struct rpc_client c;
     CHECK(rpc_client_init(&c, NULL, 1, 1, locks) == TETHER_ERR_INVALID);
     CHECK(rpc_client_init(&c, region, 1, 1, NULL) == TETHER_ERR_INVALID);
@@ -112,6 +113,7 @@ static void test_layout(void)
     CHECK(rpc_client_init(&c, region, 0, 1, locks) == TETHER_ERR_INVALID);
     CHECK(rpc_client_init(&c, region, 1, 65, locks) == TETHER_ERR_INVALID);
     CHECK(rpc_client_init(NULL, region, 1, 1, locks) == TETHER_ERR_INVALID);
+    CHECK(rpc_client_init(&c, region, 1, 1, (char *)locks + 4) == TETHER_ERR_INVALID);
     CHECK(rpc_client_init(&c, region, 1, 1, locks) == TETHER_OK);
     CHECK((char *)c.process.buffers == region + 256);
 }
@@ -413,6 +415,8 @@ static void test_scan_order(uint32_t ports)
     pair_fini(&p);
 }
 
+static uint64_t client_state(struct pair *p, uint32_t index);
+
 /* User bits: a port keeps a client's 16 bits from its close to the next open (any caller's),
  * through fire-and-forget calls, answered calls and an open that finds the port busy; the
  * protocol's own state (seq, known) is not disturbed by them. */
@@ -442,8 +446,8 @@ static void test_user_bits(void)
     CHECK(rpc_client_try_recv(&p.client, &cp, get, got) && got[0] == 7);
     rpc_client_close(&p.client, &cp);
     /* Known (client-owned at its close), next seq, the bits as left, the other port untouched. */
-    CHECK(p.client.process.locks[1] >> RPC_CS_USER_SHIFT == 0xffff);
-    CHECK(p.client.process.locks[1] & RPC_CS_KNOWN);
+    CHECK((client_state(&p, 1) >> RPC_CS_USER_SHIFT & 0xffff) == 0xffff);
+    CHECK(client_state(&p, 1) & RPC_CS_KNOWN);
     CHECK(rpc_client_try_open_port(&p.client, 1, 1, 1, &cp) && rpc_port_user(&cp) == 0xffff);
     CHECK(cp.seq_ == ((seq + 1) & 0xffu));
     rpc_client_close(&p.client, &cp);
@@ -541,9 +545,9 @@ static uint32_t client_flag(struct pair *p, uint32_t index)
     return atomic_load(&p->client.process.cflags[index]);
 }
 
-static uint32_t client_state(struct pair *p, uint32_t index)
+static uint64_t client_state(struct pair *p, uint32_t index)
 {
-    return atomic_load(&((rpc_word_t *)p->client_locks)[index]);
+    return atomic_load(&((rpc_state_t *)p->client_locks)[index]);
 }
 
 static bool server_locked(struct pair *p, uint32_t index)
@@ -965,10 +969,11 @@ static void mix_close(struct mix *m, rpc_port_t *cp)
     rpc_client_close(&m->p.client, cp);
     if (!owned)
         m->read = false; /* the server has the port: not known, nothing to fence */
-    uint32_t st = client_state(&m->p, 0);
+    uint64_t st = client_state(&m->p, 0);
     CHECK((st & RPC_CS_LOCK) == 0);
     CHECK(((st & RPC_CS_KNOWN) != 0) == owned);
-    CHECKF(((st & RPC_CS_READ) != 0) == m->read, "call %u: state word %#x", m->calls, st);
+    CHECKF(((st & RPC_CS_READ) != 0) == m->read, "call %u: state word %#llx", m->calls,
+           (unsigned long long)st);
     CHECK(((st >> RPC_CS_SEQ_SHIFT) & 0xff) == (m->calls & 0xff));
 }
 
@@ -1357,6 +1362,99 @@ static void test_short_broken_meta(uint32_t lanes)
     pair_fini(&p);
 }
 
+/* L3, closes without a fence: a keyed call answered through its head alone closes without a fence
+ * and leaves its key in the state word; only a caller of the same key then opens the port
+ * without reading the mailbox.  Seen from outside by a server flag set by hand to say "the
+ * server has it": the same key opens anyway, any other key (or none) reads the flag and finds
+ * the port busy, and leaves the state word as it was.  A keyed call that read buffers and an
+ * unkeyed call record no key; a keyed fire-and-forget call does, on a port that stays unknown. */
+static void keyed_call(struct pair *p, uint32_t key, bool read, uint64_t v)
+{
+    rpc_port_t cp, sp;
+    uint64_t got[1] = {0};
+    CHECK(rpc_client_try_open_keyed(&p->client, 3, 1, 0, key, &cp));
+    CHECK(rpc_client_try_send(&p->client, &cp, put, &v));
+    CHECK(rpc_server_try_open(&p->server, &sp) && rpc_server_try_recv(&p->server, &sp, get, got));
+    CHECK(got[0] == v);
+    rpc_port_set_head(&sp, v, v + 1);
+    CHECK(rpc_server_try_send(&p->server, &sp, put, &v));
+    rpc_server_close(&p->server, &sp);
+    got[0] = 0;
+    CHECK(rpc_client_try_recv(&p->client, &cp, read ? get : NULL, got));
+    CHECK(rpc_port_head(&cp, 0) == v && rpc_port_head(&cp, 1) == v + 1 && got[0] == (read ? v : 0));
+    rpc_client_close(&p->client, &cp);
+}
+
+static void set_server_flag(struct pair *p, uint32_t value)
+{
+    atomic_store(&p->server.process.sflags[0], (uint8_t)value);
+}
+
+static void test_keyed_close(void)
+{
+    struct pair p;
+    pair_init(&p, 1, 1);
+    rpc_port_t cp;
+    uint32_t c, s;
+
+    keyed_call(&p, 0x9e3779b9u, false, 11);
+    uint64_t st = client_state(&p, 0);
+    CHECK((st & (RPC_CS_LOCK | RPC_CS_KNOWN | RPC_CS_READ | RPC_CS_UNFENCED)) ==
+          (RPC_CS_KNOWN | RPC_CS_UNFENCED));
+    CHECK(st >> RPC_CS_KEY_SHIFT == 0x9e3779b9u);
+    mailbox(&p, 0, &c, &s);
+    CHECK(c == s);
+    set_server_flag(&p, s ^ 1u); /* the mailbox now says "the server's turn" */
+    CHECK(!rpc_client_try_open_keyed(&p.client, 3, 1, 0, 0x9e3779b8u, &cp));
+    CHECK(!rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
+    CHECK(!rpc_client_try_open(&p.client, 3, 1, 0, &cp));
+    CHECK(client_state(&p, 0) == st); /* left as it was */
+    CHECK(rpc_client_try_open_keyed(&p.client, 3, 1, 0, 0x9e3779b9u, &cp)); /* no mailbox read */
+    rpc_client_close(&p.client, &cp);
+    set_server_flag(&p, s);
+    uint64_t seq_bits = 0xffull << RPC_CS_SEQ_SHIFT, now = client_state(&p, 0);
+    CHECK((now & ~seq_bits) == (st & ~seq_bits)); /* still unfenced, same key; the next seq */
+    CHECK(((now ^ (st + (1ull << RPC_CS_SEQ_SHIFT))) & seq_bits) == 0);
+
+    /* Another key takes the port through the mailbox; its own close then names it. */
+    keyed_call(&p, 7, false, 12);
+    st = client_state(&p, 0);
+    CHECK((st & RPC_CS_UNFENCED) && st >> RPC_CS_KEY_SHIFT == 7);
+
+    /* Buffers read: fenced, no key. */
+    keyed_call(&p, 7, true, 13);
+    st = client_state(&p, 0);
+    CHECK((st & (RPC_CS_KNOWN | RPC_CS_READ | RPC_CS_UNFENCED)) == (RPC_CS_KNOWN | RPC_CS_READ));
+    CHECK(st >> RPC_CS_KEY_SHIFT == 0);
+    set_server_flag(&p, s ^ 1u); /* a fenced close is trusted by every caller */
+    CHECK(rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
+    rpc_client_close(&p.client, &cp);
+    set_server_flag(&p, s);
+
+    /* No key: fenced. */
+    keyed_call(&p, 0, false, 14);
+    st = client_state(&p, 0);
+    CHECK((st & (RPC_CS_KNOWN | RPC_CS_UNFENCED)) == RPC_CS_KNOWN && st >> RPC_CS_KEY_SHIFT == 0);
+
+    /* Fire and forget with a key: unfenced too, and not known (the server has the port), so
+     * every caller reads the mailbox, the same key included. */
+    uint64_t v = 15, got[1];
+    rpc_port_t sp;
+    CHECK(rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp));
+    CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
+    rpc_client_close(&p.client, &cp);
+    st = client_state(&p, 0);
+    CHECK((st & (RPC_CS_KNOWN | RPC_CS_UNFENCED)) == RPC_CS_UNFENCED);
+    CHECK(st >> RPC_CS_KEY_SHIFT == 7);
+    CHECK(!rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp)); /* the server's turn */
+    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, get, got));
+    CHECK(got[0] == 15);
+    rpc_server_close(&p.server, &sp);
+    CHECK(rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp));
+    rpc_client_close(&p.client, &cp);
+    pair_fini(&p);
+}
+
 int main(void)
 {
     test_layout();
@@ -1384,6 +1482,7 @@ int main(void)
     }
     test_short_late_other();
     test_short_read_state();
+    test_keyed_close();
     test_short_seq_wrap();
     test_short_mix(1, 2000, 1);
     test_short_mix(3, 2000, 2);

@@ -113,13 +113,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     tether_rpc_register(srv, 0x8001, echo, NULL);
 
-    unsigned char buf[131072];
+    static unsigned char buf[262144]; /* the client: 128 bytes + 8 per port (16384 at most) */
     if (tether_rpc_client_size() > sizeof buf)
         abort();
     /* The client's own view, built by the server for "device" addresses = host ones. */
     struct rpc_client *client = NULL;
     {
-        static unsigned char global[131072] __attribute__((aligned(64)));
+        static unsigned char global[262144] __attribute__((aligned(64)));
         memset(global, 0, sizeof global);
         if (tether_rpc_server_client_bytes(srv, (uint64_t)(uintptr_t)global, buf,
                                            tether_rpc_client_size()) != TETHER_OK)
