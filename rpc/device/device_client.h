@@ -50,8 +50,9 @@ struct tether_rpc_device_client {
      * only: the client bumps seq and wakes a sleeping server), else 0. */
     uint64_t doorbell;
     uint64_t reserved[5];
-    struct rpc_client client;                      /* device addresses; locks point at `locks` */
-    rpc_state_t locks[TETHER_RPC_DEVICE_PORTS_MAX]; /* rpc_lock_size(ports): a state word per port */
+    struct rpc_client client; /* device addresses; locks point at `locks` */
+    rpc_state_t
+        locks[TETHER_RPC_DEVICE_PORTS_MAX]; /* rpc_lock_size(ports): a state word per port */
 };
 
 _Static_assert(offsetof(struct tether_rpc_device_client, client) == 64, "client layout");

@@ -399,10 +399,9 @@ int main(int argc, char **argv)
            "%llu lanes: ok in %.2f s (%.0f calls/s)\n",
            (unsigned long long)total,
            opt_short ? (opt_late ? " (short, some late)" : " (short mixed in)") : "",
-           opt_keyed ? " (keyed home ports)" : "",
-           (unsigned long long)opt_clients, (unsigned long long)opt_servers,
-           opt_fork ? " in another process" : "", (unsigned long long)opt_ports,
-           (unsigned long long)opt_lanes, dt, (double)total / dt);
+           opt_keyed ? " (keyed home ports)" : "", (unsigned long long)opt_clients,
+           (unsigned long long)opt_servers, opt_fork ? " in another process" : "",
+           (unsigned long long)opt_ports, (unsigned long long)opt_lanes, dt, (double)total / dt);
     free(client_locks);
     test_unmap(region, region_size);
     test_unmap(shared, shared_size);

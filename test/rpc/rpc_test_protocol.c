@@ -1408,7 +1408,7 @@ static void test_keyed_close(void)
     CHECK(!rpc_client_try_open_keyed(&p.client, 3, 1, 0, 0x9e3779b8u, &cp));
     CHECK(!rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
     CHECK(!rpc_client_try_open(&p.client, 3, 1, 0, &cp));
-    CHECK(client_state(&p, 0) == st); /* left as it was */
+    CHECK(client_state(&p, 0) == st);                                       /* left as it was */
     CHECK(rpc_client_try_open_keyed(&p.client, 3, 1, 0, 0x9e3779b9u, &cp)); /* no mailbox read */
     rpc_client_close(&p.client, &cp);
     set_server_flag(&p, s);
