@@ -698,19 +698,6 @@ static inline uint32_t rpc_arch_diff32(uint64_t mask, rpc_flag_t *a, rpc_flag_t 
     return rpc_arch_broadcast(mask, bits);
 }
 
-static inline bool rpc_arch_lock_word(uint64_t mask, rpc_word_t *word, uint32_t bit,
-                                      uint32_t *old_p)
-{
-    uint32_t old = 0;
-    if (rpc_arch_is_first_lane(mask))
-        old = __atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
-    *old_p = rpc_arch_broadcast(mask, old);
-    if (*old_p & bit)
-        return false;
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
-    return true;
-}
-
 typedef uint64_t rpc_state_t;
 
 static inline uint64_t rpc_arch_load_state(uint64_t mask, rpc_state_t *word)
@@ -718,18 +705,22 @@ static inline uint64_t rpc_arch_load_state(uint64_t mask, rpc_state_t *word)
     return rpc_arch_broadcast64(mask, __atomic_load_n(word, __ATOMIC_RELAXED));
 }
 
-static inline bool rpc_arch_lock_state(uint64_t mask, rpc_state_t *word, uint64_t bit,
-                                       uint64_t *old_p)
-{
-    uint64_t old = 0;
-    if (rpc_arch_is_first_lane(mask))
-        old = __atomic_fetch_or(word, bit, __ATOMIC_RELAXED);
-    *old_p = rpc_arch_broadcast64(mask, old);
-    if (*old_p & bit)
-        return false;
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
-    return true;
-}
+/* The lock RMWs of both widths: the first lane sets `bit`, every lane gets the old word, and
+ * the acquire fence follows only where the lock was taken. */
+#define RPC_ARCH_AMDGCN_LOCK_(name, word_t, value_t, broadcast)                                    \
+    static inline bool name(uint64_t mask, word_t *word, value_t bit, value_t *old_p)              \
+    {                                                                                              \
+        value_t old = 0;                                                                           \
+        if (rpc_arch_is_first_lane(mask))                                                          \
+            old = __atomic_fetch_or(word, bit, __ATOMIC_RELAXED);                                  \
+        *old_p = broadcast(mask, old);                                                             \
+        if (*old_p & bit)                                                                          \
+            return false;                                                                          \
+        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");                                         \
+        return true;                                                                               \
+    }
+RPC_ARCH_AMDGCN_LOCK_(rpc_arch_lock_word, rpc_word_t, uint32_t, rpc_arch_broadcast)
+RPC_ARCH_AMDGCN_LOCK_(rpc_arch_lock_state, rpc_state_t, uint64_t, rpc_arch_broadcast64)
 
 static inline void rpc_arch_unlock_state(uint64_t mask, rpc_state_t *word, uint64_t value,
                                          bool fenced)
