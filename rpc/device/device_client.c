@@ -281,8 +281,10 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
  * So each first poll is also timed: a hit that took longer than the port's fastest poll plus
  * DEV_RTT_MARGIN was issued too early and moves the delay up by DEV_WAIT_UP; so does an empty
  * poll; a hit in time moves it down by one unit (DEV_WAIT_UNIT SM cycles).  The delay settles
- * just above where polls start to wait, whatever the server's speed (a slow handler makes
- * every first poll empty until the delay covers it).  User bits: 0..8 the delay in units,
+ * where one first poll in DEV_WAIT_UP + 1 is late or empty, just above where polls start to
+ * wait, whatever the server's speed (a slow handler makes every first poll empty until the
+ * delay covers it).  DEV_WAIT_UP 8 rather than 4 (one in 9 rather than one in 5): round trips
+ * 0.06-0.14 us shorter on an H200 (medians of 20 and 12 alternating runs).  User bits: 0..8 the delay in units,
  * 9..15 the fastest poll in units of DEV_RTT_UNIT cycles (0: none yet).  Capped at
  * DEV_WAIT_MAX units (about 2 us): a slow handler costs at most that much more than polling at
  * once.  Elsewhere: rpc_client_recv.
@@ -291,7 +293,7 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
 #define DEV_WAIT_UNIT 8u
 #endif
 #ifndef DEV_WAIT_UP
-#define DEV_WAIT_UP 4u
+#define DEV_WAIT_UP 8u
 #endif
 #define DEV_WAIT_MAX 511u
 #define DEV_RTT_UNIT 64u
