@@ -284,8 +284,8 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
  * where one first poll in DEV_WAIT_UP + 1 is late or empty, just above where polls start to
  * wait, whatever the server's speed (a slow handler makes every first poll empty until the
  * delay covers it).  DEV_WAIT_UP 8 rather than 4 (one in 9 rather than one in 5): round trips
- * 0.06-0.14 us shorter on an H200 (medians of 20 and 12 alternating runs).  User bits: 0..8 the delay in units,
- * 9..15 the fastest poll in units of DEV_RTT_UNIT cycles (0: none yet).  Capped at
+ * 0.06-0.14 us shorter on an H200 (medians of 20 and 12 alternating runs).  User bits: 0..8 the
+ * delay in units, 9..15 the fastest poll in units of DEV_RTT_UNIT cycles (0: none yet).  Capped at
  * DEV_WAIT_MAX units (about 2 us): a slow handler costs at most that much more than polling at
  * once.  Elsewhere: rpc_client_recv.
  */
