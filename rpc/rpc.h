@@ -997,10 +997,10 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
 
 /* As rpc_client_try_open_port, for a caller that names itself with `key`: a non-zero value
  * that no other caller able to open this port at the same time uses (0: none, then this is
- * rpc_client_try_open_port).  A close of such a call that leaves the port with the client and
- * read no buffers unlocks without a fence, and only a caller of the same key may then open the
- * port without reading its mailbox (L3).  On a GPU that saves the fence of the unlock
- * (a MEMBAR.GPU, ~0.24 us) in every answered call. */
+ * rpc_client_try_open_port).  A close of such a call that read no buffers since the last fenced
+ * flip (an answer taken from the head alone, a fire-and-forget call) unlocks without a fence,
+ * and only a caller of the same key may then open the port without reading its mailbox (L3).
+ * On a GPU that saves the unlock's fence (a MEMBAR.GPU, ~0.24 us) in each such call. */
 static inline bool rpc_client_try_open_keyed(struct rpc_client *client, uint32_t opcode,
                                              uint64_t lane_mask, uint32_t index, uint32_t key,
                                              rpc_port_t *port_p)
