@@ -292,6 +292,23 @@ tether_status_t cuda_global_lookup(struct plugin_device *dev, struct plugin_modu
     return TETHER_OK;
 }
 
+/* The number of parameters of `func` (drivers of CUDA 12.4 and later: cuFuncGetParamInfo
+ * answers CUDA_ERROR_INVALID_VALUE past the last one), or -1 where the driver cannot tell. */
+static int32_t cuda_kernel_params(const struct cuda_driver *drv, CUfunction func)
+{
+    size_t offset, size;
+    if (drv->cuFuncGetParamInfo == NULL)
+        return -1;
+    for (int32_t n = 0; n < 4096; n++) {
+        CUresult res = drv->cuFuncGetParamInfo(func, (size_t)n, &offset, &size);
+        if (res == CUDA_ERROR_INVALID_VALUE)
+            return n;
+        if (res != CUDA_SUCCESS)
+            return -1;
+    }
+    return -1;
+}
+
 tether_status_t cuda_kernel_lookup(struct plugin_device *dev, struct plugin_module *module,
                                    const char *name, struct plugin_kernel **kernel_p,
                                    struct tether_error *err)
@@ -329,6 +346,7 @@ tether_status_t cuda_kernel_lookup(struct plugin_device *dev, struct plugin_modu
     }
     ck->base.max_threads = max_threads > 0 ? (uint32_t)max_threads : 0;
     atomic_init(&ck->dyn_shared_set, 0);
+    ck->params = cuda_kernel_params(cd->drv, ck->func);
     *kernel_p = &ck->base;
     return TETHER_OK;
 }
@@ -383,6 +401,16 @@ tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *ker
     rc = cuda_ctx_enter(cd, err);
     if (rc != TETHER_OK) {
         return rc;
+    }
+    /* cuLaunchKernel reads one pointer per parameter the kernel has: fewer from libomptarget
+     * would have it read past the array (seen as CUDA_ERROR_INVALID_VALUE, or worse). */
+    if (ck->params >= 0 && (uint32_t)ck->params != launch->num_args) {
+        return plugin_error_set(err, TETHER_ERR_INVALID,
+                                "kernel %s takes %d argument(s), libomptarget passed %u: the host "
+                                "and device compiles of its target region disagree (a variable "
+                                "the region uses in one of them only, e.g. under #ifdef "
+                                "__NVPTX__)",
+                                kernel->name, (int)ck->params, (unsigned)launch->num_args);
     }
     rc = cuda_kernel_shared(cd, ck, launch->dyn_shared_mem, err);
     if (rc != TETHER_OK) {

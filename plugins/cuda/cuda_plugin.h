@@ -76,6 +76,7 @@ struct cuda_kernel {
     struct plugin_kernel base;
     CUfunction func;
     _Atomic uint32_t dyn_shared_set; /* dynamic shared memory opted into so far (> 48 KiB) */
+    int32_t params;                  /* parameters the kernel takes; -1: the driver cannot tell */
 };
 
 static inline struct cuda_plugin *cuda_plugin_of(struct plugin *plugin)

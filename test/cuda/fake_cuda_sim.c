@@ -394,6 +394,21 @@ CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attrib, CUfunction 
     return CUDA_SUCCESS;
 }
 
+/* Parameters of every kernel: FAKE_CUDA_SIM_PARAMS if set, else unknown (as drivers before CUDA
+ * 12.4, which lack the entry point). */
+CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset, size_t *size)
+{
+    (void)func;
+    const char *env = getenv("FAKE_CUDA_SIM_PARAMS");
+    if (env == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (index >= strtoull(env, NULL, 10))
+        return CUDA_ERROR_INVALID_VALUE;
+    *offset = 8 * index;
+    *size = 8;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuLaunchKernel(CUfunction func, unsigned int grid_x, unsigned int grid_y,
                         unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                         unsigned int block_z, unsigned int shared_bytes, CUstream stream,

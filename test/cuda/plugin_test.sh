@@ -6,6 +6,9 @@
 #              is installed, checks instead that the plugin finds it and runs the region there.
 #   fake       a fake libcuda.so.1 whose entry points fail: the plugin reports 0 devices with a
 #              warning that carries the driver's own error text.
+#   params     FAKE_DIR is the simulated GPU (fake_cuda_sim.c) with every kernel taking 7
+#              parameters: the launch of the probe's region (2 arguments) fails with an error that
+#              names the mismatch and its usual cause, instead of reaching cuLaunchKernel.
 set -uo pipefail
 mode=$1 probe=$2 plugins=$3 fake=$4
 out=$(mktemp)
@@ -33,7 +36,14 @@ case $mode in
     grep -q 'CUDA_ERROR_NOT_SUPPORTED: not supported (fake driver)' "$out" ||
       fail "the warning does not carry the driver's error text"
     ;;
-  *) echo "usage: $0 no-driver|fake PROBE PLUGIN_DIR FAKE_DIR" >&2; exit 2 ;;
+  params)
+    if LD_LIBRARY_PATH=$fake:$plugins FAKE_CUDA_SIM_PARAMS=7 "$probe" gpu >"$out" 2>&1; then
+      fail "the launch of a kernel taking 7 parameters with 2 arguments succeeded"
+    fi
+    grep -Eq 'kernel __omp_offloading_[0-9a-f_]+main_l[0-9]+ takes 7 argument\(s\), libomptarget passed 2: the host and device compiles of its target region disagree' "$out" ||
+      fail "no error naming the argument count mismatch"
+    ;;
+  *) echo "usage: $0 no-driver|fake|params PROBE PLUGIN_DIR FAKE_DIR" >&2; exit 2 ;;
 esac
 cat "$out"
 echo "plugin_test $mode: ok"
