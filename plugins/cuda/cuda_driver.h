@@ -211,7 +211,7 @@ enum {
     X(cuFuncSetAttribute, cuFuncSetAttribute, REQ,                                                 \
       (CUfunction func, CUfunction_attribute attrib, int value))                                   \
     X(cuFuncGetParamInfo, cuFuncGetParamInfo, OPT,                                                 \
-      (CUfunction func, size_t index, size_t *offset, size_t *size))                               \
+      (CUfunction func, size_t index, size_t * offset, size_t * size))                             \
     X(cuLaunchKernel, cuLaunchKernel, REQ,                                                         \
       (CUfunction func, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,             \
        unsigned int block_x, unsigned int block_y, unsigned int block_z,                           \
