@@ -111,7 +111,7 @@ static bool tx_one_packet(const struct dev_tx *tx)
 
 /* Builds that packet in registers (the loop is unrolled, so the packet words have constant
  * indices): no trip through local memory. */
-static void tx_packet(const struct dev_tx *tx, uint64_t *w)
+static DEV_INLINE void tx_packet(const struct dev_tx *tx, uint64_t *w)
 {
     const unsigned char *src = (const unsigned char *)tx->iov[0].base;
     w[0] = tx->len;
@@ -245,7 +245,8 @@ static void dev_ring(const struct tether_rpc_device_const *c)
  * state word.  Two threads would be mistaken for one only if grids 2^32 launches apart ran at
  * the same time.  In larger grids, where threads share home ports, every close is fenced.
  */
-static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint64_t mask)
+static DEV_INLINE rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode,
+                                           uint64_t mask)
 {
     uint32_t id = dev_broadcast(mask, dev_caller_id()), ports = client->process.ports;
     uint32_t home = id < ports ? id : id % ports; /* a division only where it is needed */
@@ -302,7 +303,7 @@ static rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode, uint
 #define DEV_RTT_MARGIN 6u
 #endif
 
-static void dev_await_head(struct rpc_client *client, rpc_port_t *port)
+static DEV_INLINE void dev_await_head(struct rpc_client *client, rpc_port_t *port)
 {
 #if defined(RPC_ARCH_NVPTX)
     uint32_t user = rpc_port_user(port), units = user & DEV_WAIT_MAX, fast = user >> 9;
@@ -332,9 +333,10 @@ static void dev_await_head(struct rpc_client *client, rpc_port_t *port)
 #endif
 }
 
-static void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opcode, uint64_t mask,
-                          const struct dev_iov *iov, uint32_t niov, bool answer, void *dst,
-                          uint64_t cap, uint64_t *len_p, uint32_t *status_p)
+static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opcode,
+                                     uint64_t mask, const struct dev_iov *iov, uint32_t niov,
+                                     bool answer, void *dst, uint64_t cap, uint64_t *len_p,
+                                     uint32_t *status_p)
 {
     struct dev_tx tx = {iov, niov, 0, 0, 0, 0};
     for (uint32_t k = 0; k < niov; k++)
