@@ -26,8 +26,8 @@ static double per_call(int port, int calls)
 {
     int teams = port / 128 + 1, bad = 0;
     double t0 = omp_get_wtime();
-#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(128)               \
-    map(tofrom : bad)
+#pragma omp target teams distribute parallel for num_teams(teams) thread_limit(128) map(tofrom     \
+                                                                                        : bad)
     for (int i = 0; i < teams * 128; i++) {
         if (i != port)
             continue;
@@ -48,8 +48,8 @@ int main(void)
         return 1;
     }
     per_call(0, 1000); /* warm-up */
-    int ports[] = {0,   32,  64,  96,   128,  160,  192,  224, 256, 288, 320, 352,
-                   384, 416, 448, 480, 4096, 4128, 8192, 8224, 12288, 12320};
+    int ports[] = {0,   32,  64,  96,  128, 160,  192,  224,  256,  288,   320,
+                   352, 384, 416, 448, 480, 4096, 4128, 8192, 8224, 12288, 12320};
     for (int r = 0; r < 2; r++)
         for (unsigned k = 0; k < sizeof ports / sizeof ports[0]; k++)
             printf("rpc_pages: port %5d (header page %3d, flag page %d): %.3f us\n", ports[k],
