@@ -1,9 +1,14 @@
 // pingpong_lines.cu - is the raw ping-pong's speed a property of the memory it uses?  The
 // host-started ping-pong of test/cuda/native/pingpong.cu, run over several pinned buffers in
-// one process: separate 4 KiB allocations, and 64-byte lines 4 KiB apart inside one 2 MiB one.
+// one process: separate 4 KiB allocations, pages of one 2 MiB allocation, and pages of 4 MiB of
+// anonymous memory backed by transparent huge pages (madvise) and registered with
+// cudaHostRegister.
 // Build and run on the GPU machine: nvcc -O2 -arch=sm_90 -o /tmp/pl pingpong_lines.cu && /tmp/pl
 #include <cstdio>
+#include <cstdint>
+#include <cstring>
 #include <ctime>
+#include <sys/mman.h>
 #include <cuda_runtime.h>
 
 static double now_us()
@@ -62,6 +67,26 @@ int main()
         volatile unsigned *p = (volatile unsigned *)(big + (size_t)k * 4096 * 37 % (2 << 20));
         double a = rounds_on(p, rounds), b = rounds_on(p, rounds);
         printf("2 MiB allocation, offset %7zu: %.3f %.3f us\n", (size_t)((volatile unsigned char *)p - big), a, b);
+    }
+    // Transparent huge pages: 4 MiB mapped, the 2 MiB-aligned half advised and touched.
+    size_t huge = 2 << 20;
+    unsigned char *raw = (unsigned char *)mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE,
+                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw != MAP_FAILED) {
+        unsigned char *h = (unsigned char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+        int adv = madvise(h, huge, MADV_HUGEPAGE);
+        memset(h, 0, huge);
+        if (cudaHostRegister(h, huge, cudaHostRegisterPortable | cudaHostRegisterMapped) ==
+            cudaSuccess) {
+            for (int k = 0; k < 12; k++) {
+                volatile unsigned *p = (volatile unsigned *)(h + (size_t)k * 4096 * 37 % huge);
+                double a = rounds_on(p, rounds), b = rounds_on(p, rounds);
+                printf("huge page (madvise %d), offset %7zu: %.3f %.3f us\n", adv,
+                       (size_t)((volatile unsigned char *)p - h), a, b);
+            }
+            cudaHostUnregister(h);
+        }
+        munmap(raw, 2 * huge);
     }
     return 0;
 }
