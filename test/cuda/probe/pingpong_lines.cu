@@ -66,7 +66,8 @@ int main()
     for (int k = 0; k < 12; k++) {
         volatile unsigned *p = (volatile unsigned *)(big + (size_t)k * 4096 * 37 % (2 << 20));
         double a = rounds_on(p, rounds), b = rounds_on(p, rounds);
-        printf("2 MiB allocation, offset %7zu: %.3f %.3f us\n", (size_t)((volatile unsigned char *)p - big), a, b);
+        printf("2 MiB allocation, offset %7zu: %.3f %.3f us\n",
+               (size_t)((volatile unsigned char *)p - big), a, b);
     }
     // Transparent huge pages: 4 MiB mapped, the 2 MiB-aligned half advised and touched.
     size_t huge = 2 << 20;
