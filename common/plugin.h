@@ -130,6 +130,11 @@ struct plugin_device_limits {
     uint32_t default_teams;   /* teams when neither num_teams nor a trip count is known (3200) */
     uint32_t rpc_ports;       /* RPC ports per image by default; 0: common's choice (64, or 4 x
                                  CPUs, on the host; 4096 on GPUs) */
+    /* The device's PCI address as sysfs names it under /sys/bus/pci/devices: lower-case hex
+     * "dddd:bb:dd.f" (domain, bus, device, function), NUL-terminated; "" when unknown (the host,
+     * or a driver that cannot tell).  Common places the device's RPC server thread on the cores
+     * local to it (docs/rpc-services.md section 8). */
+    char pci_bus_id[32];
 };
 
 /* A device: backends embed it first in their own device struct. */
@@ -222,7 +227,9 @@ struct plugin_ops {
     /* Required.  At shutdown, after common released every module, queue, event, pinned range and
      * allocation it knows of on this device.  Frees the backend device. Cannot fail. */
     void (*device_destroy)(struct plugin_device *dev);
-    /* Required.  Right after device_create: fill the device's launch limits. */
+    /* Required.  Right after device_create: fill the device's launch limits and its PCI address
+     * (*limits_p arrives zeroed: a pci_bus_id the driver cannot tell stays "", which is not an
+     * error). */
     tether_status_t (*device_limits)(struct plugin_device *dev,
                                      struct plugin_device_limits *limits_p,
                                      struct tether_error *err);

@@ -380,7 +380,8 @@ static const struct pinned_ops plugin_pinned_ops = {
     .unpin = unpin_cb,
 };
 
-/* Replace limits the backend left 0 by safe values (a backend bug, but never divide by 0). */
+/* Replace limits the backend left 0 by safe values (a backend bug, but never divide by 0), and
+ * make sure the PCI address is a string. */
 static void limits_sanitize(struct plugin_device_limits *l)
 {
     if (l->warp_size == 0) {
@@ -398,6 +399,7 @@ static void limits_sanitize(struct plugin_device_limits *l)
     if (l->default_teams == 0) {
         l->default_teams = 1;
     }
+    l->pci_bus_id[sizeof(l->pci_bus_id) - 1] = '\0';
 }
 
 static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plugin_device **dev_p,
@@ -593,6 +595,9 @@ void plugin_print_device_info(struct plugin *plugin, int32_t id)
     emit_stdout(NULL, "Max teams", "%u", dev->limits.max_teams);
     emit_stdout(NULL, "Default threads per team", "%u", dev->limits.default_threads);
     emit_stdout(NULL, "Default teams", "%u", dev->limits.default_teams);
+    if (dev->limits.pci_bus_id[0] != '\0') {
+        emit_stdout(NULL, "PCI bus id", "%s", dev->limits.pci_bus_id);
+    }
     emit_stdout(NULL, "Queues (async)", "%s", plugin_has_queues(plugin) ? "yes" : "no");
     emit_stdout(NULL, "Pinned ranges", "%zu", pinned_map_count(dev->plugin->state->pinned));
     if (plugin->ops->device_info != NULL) {

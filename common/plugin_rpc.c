@@ -10,7 +10,9 @@
  *  - plugin_rpc_attach(dev, loaded): once per image defining the symbol, after it loaded and
  *    before any of its kernels runs: allocates the mailboxes (ops->shared_alloc, or ops->alloc
  *    PLUGIN_ALLOC_HOST), writes the client into the device global, starts the server thread
- *    (which calls ops->thread_attach first).  Errors fail the image load.
+ *    (which calls ops->thread_attach first) with the device's limits.pci_bus_id (no address
+ *    when it is ""), so that on a machine with several NUMA nodes the server places the thread
+ *    on the cores local to the device.  Errors fail the image load.
  *  - plugin_rpc_launch_begin/end(dev): around every kernel; end arrives when the kernel is known
  *    complete (synchronous launch returned, or its queue synchronised/queried done).
  *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released; logs each
@@ -175,7 +177,8 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     if (rc != TETHER_OK)
         goto destroy;
     struct tether_rpc_thread_config tcfg = {
-        .pci_bus_id = NULL, /* common/plugin.h has no slot for it yet */
+        /* The thread runs near the device where the machine has several NUMA nodes. */
+        .pci_bus_id = dev->limits.pci_bus_id[0] != '\0' ? dev->limits.pci_bus_id : NULL,
         .attach = thread_attach_cb,
         .attach_ctx = dev,
     };

@@ -421,9 +421,11 @@ static tether_status_t amdgpu_device_limits(struct plugin_device *pdev,
                                             struct tether_error *err)
 {
     struct amdgpu_device *dev = amdgpu_device_of(pdev);
-    struct plugin_device_limits l;
+    const struct amdgpu_hsa *hsa = &dev->ap->hsa;
+    struct plugin_device_limits l = {0};
     int64_t per_cu = plugin_env_int("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", AMDGPU_TEAMS_PER_CU);
     uint64_t max_teams;
+    uint32_t domain = 0, bdf = 0;
 
     (void)err;
     l.warp_size = dev->wavefront_size;
@@ -440,6 +442,14 @@ static tether_status_t amdgpu_device_limits(struct plugin_device *pdev,
     l.default_teams = dev->compute_units != 0 ? (uint32_t)(dev->compute_units * per_cu) : 440;
     if (l.default_teams > l.max_teams)
         l.default_teams = l.max_teams;
+    /* Where the GPU sits, for the RPC server thread's placement and print_device_info; left ""
+     * where the runtime cannot tell.  BDFID is bus << 8 | device << 3 | function. */
+    if (hsa->hsa_agent_get_info(dev->agent, (hsa_agent_info_t)HSA_AMD_AGENT_INFO_DOMAIN, &domain) ==
+            HSA_STATUS_SUCCESS &&
+        hsa->hsa_agent_get_info(dev->agent, (hsa_agent_info_t)HSA_AMD_AGENT_INFO_BDFID, &bdf) ==
+            HSA_STATUS_SUCCESS)
+        snprintf(l.pci_bus_id, sizeof(l.pci_bus_id), "%04x:%02x:%02x.%x", (unsigned)domain,
+                 (unsigned)(bdf >> 8) & 0xffu, (unsigned)(bdf >> 3) & 0x1fu, (unsigned)bdf & 0x7u);
     *limits_p = l;
     return TETHER_OK;
 }

@@ -475,6 +475,8 @@ static tether_status_t cuda_device_limits(struct plugin_device *dev,
                                           struct tether_error *err)
 {
     struct cuda_device *cd = cuda_device_of(dev);
+    struct cuda_driver *drv = cd->drv;
+    int domain = 0, bus = 0, slot = 0;
 
     (void)err;
     limits_p->warp_size = (uint32_t)cd->warp_size;
@@ -486,6 +488,17 @@ static tether_status_t cuda_device_limits(struct plugin_device *dev,
      * the 16896 threads of a 132 x 128 printf shared ports and printed at 0.98 M lines/s on an
      * H200, with 16384 at 2.05 M lines/s (CUDA's printf: 1.98).  32 MiB of pinned memory. */
     limits_p->rpc_ports = CUDA_RPC_PORTS;
+    /* Where the GPU sits, for the RPC server thread's placement and print_device_info; left ""
+     * where the driver cannot tell.  CUDA has no attribute for the PCI function: a GPU's is 0. */
+    if (drv->cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, cd->cu_dev) ==
+            CUDA_SUCCESS &&
+        drv->cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, cd->cu_dev) ==
+            CUDA_SUCCESS &&
+        drv->cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, cd->cu_dev) ==
+            CUDA_SUCCESS) {
+        snprintf(limits_p->pci_bus_id, sizeof(limits_p->pci_bus_id), "%04x:%02x:%02x.0",
+                 (unsigned)domain, (unsigned)bus, (unsigned)slot);
+    }
     return TETHER_OK;
 }
 
@@ -520,7 +533,6 @@ static void cuda_device_info(struct plugin_device *dev, plugin_info_emit_t emit,
         {"Concurrent kernels", CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS},
         {"Pageable memory access", CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS},
     };
-    int domain = 0, bus = 0, slot = 0;
     size_t free_mem = 0, total_mem = 0, limit = 0;
     struct tether_error err;
 
@@ -533,14 +545,6 @@ static void cuda_device_info(struct plugin_device *dev, plugin_info_emit_t emit,
     }
     if (drv->cuMemGetInfo(&free_mem, &total_mem) == CUDA_SUCCESS) {
         emit(ctx, "Global memory", "%zu MiB (%zu MiB free)", total_mem >> 20, free_mem >> 20);
-    }
-    if (drv->cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, cd->cu_dev) ==
-            CUDA_SUCCESS &&
-        drv->cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, cd->cu_dev) ==
-            CUDA_SUCCESS &&
-        drv->cuDeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, cd->cu_dev) ==
-            CUDA_SUCCESS) {
-        emit(ctx, "PCI bus id", "%04x:%02x:%02x.0", domain, bus, slot);
     }
     if (drv->cuDeviceGetUuid != NULL) {
         CUuuid uuid;

@@ -371,6 +371,12 @@ FAKE_EXPORT hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t 
     case HSA_AMD_AGENT_INFO_PRODUCT_NAME:
         snprintf(value, 64, "Fake Instinct %d", gpu);
         return HSA_STATUS_SUCCESS;
+    case HSA_AMD_AGENT_INFO_DOMAIN:
+        *(uint32_t *)value = 0;
+        return HSA_STATUS_SUCCESS;
+    case HSA_AMD_AGENT_INFO_BDFID: /* 0000:c1:02.1 for GPU 0, then bus c2, c3, ... */
+        *(uint32_t *)value = (uint32_t)(0xc1 + gpu) << 8 | 2u << 3 | 1u;
+        return HSA_STATUS_SUCCESS;
     }
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
 }

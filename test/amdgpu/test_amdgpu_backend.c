@@ -294,6 +294,9 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
     CHECK(dev->limits.warp_size == 64 && dev->limits.max_threads == 1024);
     CHECK(dev->limits.default_threads == 256 && dev->limits.default_teams == 104 * 4);
     CHECK(dev->limits.max_teams == UINT32_MAX / 1024);
+    /* the fake's HSA_AMD_AGENT_INFO_DOMAIN 0 and BDFID bus 0xc1, device 2, function 1 */
+    printf("PCI bus id: %s\n", dev->limits.pci_bus_id);
+    CHECK(strcmp(dev->limits.pci_bus_id, "0000:c1:02.1") == 0);
 
     /* memory kinds; pageable transfers lock the host buffer for the copy only */
     for (size_t i = 0; i < sizeof(pattern); i++)

@@ -9,8 +9,22 @@
  *
  * Counters are exported as `fake_cuda_sim_stats` for the test to read through dlsym.  Linked with
  * fake_cuda_stubs.c (every other entry point returns CUDA_ERROR_NOT_SUPPORTED).
+ *
+ * Configuration (environment):
+ *   FAKE_CUDA_SIM_PARAMS  the parameter count cuFuncGetParamInfo reports for every kernel
+ *                         (unset: the entry point answers CUDA_ERROR_NOT_SUPPORTED)
+ *   FAKE_CUDA_SIM_PCI     the GPU's PCI address, "dddd:bb:dd.f" (the function is not reported:
+ *                         CUDA has no attribute for it); "none", or anything else that is not
+ *                         such an address: the PCI attributes fail with CUDA_ERROR_INVALID_VALUE;
+ *                         unset: 0000:3b:00.0
+ * Globals: only the RPC client globals (__tether_rpc_client, __tether_rpc_client_const) are
+ * found, when the image's symbol table defines them, as zeroed blocks of their symbol's size; so
+ * an image linked with libtether-device.a gets an RPC server.  Every other global is "not found"
+ * (the device environment is optional).
  */
+#include <elf.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,9 +111,29 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* One part of the PCI address (FAKE_CUDA_SIM_PCI, see the top). */
+static CUresult sim_pci_attribute(CUdevice_attribute attrib, int *value)
+{
+    const char *env = getenv("FAKE_CUDA_SIM_PCI");
+    unsigned domain = 0, bus = 0x3b, slot = 0, function = 0;
+
+    if (env != NULL && (strcmp(env, "none") == 0 ||
+                        sscanf(env, "%x:%x:%x.%x", &domain, &bus, &slot, &function) != 4)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *value = (int)(attrib == CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID ? domain
+                   : attrib == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID  ? bus
+                                                               : slot);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
 {
     switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+        return sim_pci_attribute(attrib, value);
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
         *value = 9;
         break;
@@ -236,9 +270,18 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
     return CUDA_SUCCESS;
 }
 
+/* Aligned as the real driver's memory is: device allocations to 256 bytes, host ones to a page
+ * (the RPC server requires 64-byte aligned mailboxes). */
+static void *sim_alloc(size_t align, size_t bytes)
+{
+    void *p = NULL;
+
+    return posix_memalign(&p, align, bytes != 0 ? bytes : 1) == 0 ? p : NULL;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 {
-    void *p = malloc(bytes);
+    void *p = sim_alloc(256, bytes);
 
     if (p == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -257,7 +300,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags)
 {
-    *ptr = malloc(bytes);
+    *ptr = sim_alloc(4096, bytes);
     if (*ptr == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -274,7 +317,7 @@ CUresult cuMemFreeHost(void *ptr)
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
 {
-    void *p = malloc(bytes);
+    void *p = sim_alloc(4096, bytes);
 
     if (p == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -358,27 +401,84 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CU
     return CUDA_SUCCESS;
 }
 
+/* The globals a module answers (see the top): the RPC client's, in this order. */
+static const char *const sim_globals[] = {"__tether_rpc_client", "__tether_rpc_client_const"};
+#define SIM_GLOBALS (sizeof(sim_globals) / sizeof(sim_globals[0]))
+
+struct CUmod_st {
+    void *global[SIM_GLOBALS]; /* zeroed "device memory", NULL: not in the image */
+    size_t global_size[SIM_GLOBALS];
+};
+
+/* The size of each of sim_globals the ELF image's symbol table defines. */
+static void sim_module_globals(struct CUmod_st *mod, const unsigned char *image)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)image;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(const void *)(image + eh->e_shoff);
+
+    if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr)) {
+        return;
+    }
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) {
+            continue;
+        }
+        const Elf64_Sym *sym = (const Elf64_Sym *)(const void *)(image + sh[i].sh_offset);
+        const char *names = (const char *)image + sh[sh[i].sh_link].sh_offset;
+        for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); k++) {
+            for (size_t g = 0; g < SIM_GLOBALS; g++) {
+                if (sym[k].st_shndx != SHN_UNDEF && sym[k].st_size != 0 &&
+                    strcmp(names + sym[k].st_name, sim_globals[g]) == 0) {
+                    mod->global_size[g] = sym[k].st_size;
+                }
+            }
+        }
+    }
+}
+
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int num_options,
                             CUjit_option *options, void **option_values)
 {
+    struct CUmod_st *mod;
+
     if (memcmp(image, "\177ELF", 4) != 0) {
         return CUDA_ERROR_INVALID_IMAGE;
     }
+    mod = calloc(1, sizeof(*mod));
+    if (mod == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    sim_module_globals(mod, image);
+    for (size_t g = 0; g < SIM_GLOBALS; g++) {
+        if (mod->global_size[g] != 0) {
+            mod->global[g] = calloc(1, mod->global_size[g]);
+        }
+    }
     COUNT(modules_loaded);
-    *module = malloc(16);
+    *module = mod;
     return CUDA_SUCCESS;
 }
 
 CUresult cuModuleUnload(CUmodule module)
 {
     COUNT(modules_unloaded);
+    for (size_t g = 0; g < SIM_GLOBALS; g++) {
+        free(module->global[g]);
+    }
     free(module);
     return CUDA_SUCCESS;
 }
 
-/* No globals: the device environment is optional, and the test programs declare none. */
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module, const char *name)
 {
+    for (size_t g = 0; g < SIM_GLOBALS; g++) {
+        if (module->global[g] != NULL && strcmp(name, sim_globals[g]) == 0) {
+            *dptr = (CUdeviceptr)(uintptr_t)module->global[g];
+            *bytes = module->global_size[g];
+            return CUDA_SUCCESS;
+        }
+    }
     return CUDA_ERROR_NOT_FOUND;
 }
 

@@ -4,6 +4,11 @@
  *
  *   plugin_probe host   expects 0 devices and the target region on the host (no usable driver)
  *   plugin_probe gpu    expects >= 1 device and the target region on the GPU
+ *   plugin_probe sim    expects >= 1 device; the region's results are not checked (the simulated
+ *                       GPU of fake_cuda_sim.c runs no device code)
+ * Built with -DPROBE_RPC, -foffload-lto and libtether-device.a (plugin_probe_rpc), the region
+ * also prints a line through tether's device printf, so the image carries the RPC client and the
+ * plugin starts an RPC server for it.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -20,9 +25,14 @@ int main(int argc, char **argv)
         on_host = omp_is_initial_device();
         for (int i = 1; i <= 10; i++)
             sum += i;
+#ifdef PROBE_RPC
+        printf("plugin_probe: hello from the device\n");
+#endif
     }
     printf("plugin_probe: %d device(s), region ran on the %s, sum %d\n", omp_get_num_devices(),
            on_host ? "host" : "GPU", sum);
+    if (argc > 1 && strcmp(argv[1], "sim") == 0)
+        return !(omp_get_num_devices() >= 1);
     if (sum != 55)
         return 1;
     if (expect_gpu)

@@ -9,6 +9,13 @@
 #   params     FAKE_DIR is the simulated GPU (fake_cuda_sim.c) with every kernel taking 7
 #              parameters: the launch of the probe's region (2 arguments) fails with an error that
 #              names the mismatch and its usual cause, instead of reaching cuLaunchKernel.
+#   placement  PROBE is plugin_probe_rpc (its image has an RPC client), FAKE_DIR the simulated GPU
+#              reporting the PCI address of a device of this machine whose sysfs local_cpulist
+#              lists cores (FAKE_CUDA_SIM_PCI); hwloc sees two NUMA nodes (HWLOC_SYNTHETIC): the
+#              plugin's "rpc:" info line (LIBOMPTARGET_INFO=16) puts the server thread on exactly
+#              those cores, "local to" that address.  With the PCI attributes failing
+#              (FAKE_CUDA_SIM_PCI=none) the device still works and the line says "no PCI address".
+#              Exits 77 (ctest's skip) when sysfs lists no such device.
 set -uo pipefail
 mode=$1 probe=$2 plugins=$3 fake=$4
 out=$(mktemp)
@@ -43,7 +50,34 @@ case $mode in
     grep -Eq 'kernel __omp_offloading_[0-9a-f_]+main_l[0-9]+ takes 7 argument\(s\), libomptarget passed 2: the host and device compiles of its target region disagree' "$out" ||
       fail "no error naming the argument count mismatch"
     ;;
-  *) echo "usage: $0 no-driver|fake|params PROBE PLUGIN_DIR FAKE_DIR" >&2; exit 2 ;;
+  placement)
+    pci="" cpus=""
+    for d in /sys/bus/pci/devices/*; do
+      list=$(tr -d '[:space:]' <"$d/local_cpulist" 2>/dev/null)
+      if [ -n "$list" ]; then pci=${d##*/} cpus=$list; break; fi
+    done
+    if [ -z "$pci" ]; then
+      echo "SKIP: no device in /sys/bus/pci/devices has a local_cpulist naming cores"
+      exit 77
+    fi
+    # Two NUMA nodes whose PUs cover every CPU number of the list.
+    max=$(echo "$cpus" | tr ',-' '\n\n' | sort -n | tail -1)
+    topo="numa:2 pu:$((max / 2 + 1))"
+    run() { # FAKE_CUDA_SIM_PCI value
+      env -u TETHER_RPC_CPUS LD_LIBRARY_PATH="$fake:$plugins" HWLOC_SYNTHETIC="$topo" \
+        FAKE_CUDA_SIM_PCI="$1" LIBOMPTARGET_INFO=16 "$probe" sim >"$out" 2>&1 ||
+        fail "the probe failed on the simulated GPU (FAKE_CUDA_SIM_PCI=$1)"
+    }
+    run "$pci"
+    grep -qF "tether (cuda): device 0: rpc: " "$out" || fail "no rpc: info line (no RPC server?)"
+    grep -qF "thread on cores $cpus (local to $pci)" "$out" ||
+      fail "the rpc: line does not place the thread on $pci's cores $cpus (HWLOC_SYNTHETIC=\"$topo\")"
+    cat "$out"
+    run none
+    grep -qF "thread on any core (2 NUMA nodes, no PCI address)" "$out" ||
+      fail "with the PCI attributes failing, the rpc: line does not say \"no PCI address\""
+    ;;
+  *) echo "usage: $0 no-driver|fake|params|placement PROBE PLUGIN_DIR FAKE_DIR" >&2; exit 2 ;;
 esac
 cat "$out"
 echo "plugin_test $mode: ok"
