@@ -135,6 +135,17 @@ struct plugin_device_limits {
      * or a driver that cannot tell).  Common places the device's RPC server thread on the cores
      * local to it (docs/rpc-services.md section 8). */
     char pci_bus_id[32];
+    /* Whether kernels can dereference any host address, pageable memory included (HMM or ATS):
+     * `#pragma omp requires unified_shared_memory` needs it, since libomptarget 16 then passes
+     * host pointers for mapped data.  PLUGIN_HOST_ACCESS_*; UNKNOWN (0) says nothing. */
+    uint32_t host_access;
+    const char *host_access_why; /* static text: where host_access comes from, for messages */
+};
+
+enum plugin_host_access {
+    PLUGIN_HOST_ACCESS_UNKNOWN = 0,
+    PLUGIN_HOST_ACCESS_PAGEABLE = 1, /* any host address */
+    PLUGIN_HOST_ACCESS_PINNED = 2,   /* only pinned or registered host memory */
 };
 
 /* A device: backends embed it first in their own device struct. */
@@ -375,6 +386,11 @@ void plugin_log(const struct plugin *plugin, const struct plugin_device *dev,
  * can `return plugin_error_set(err, TETHER_ERR_DRIVER, "cuMemAlloc: %s", str);`. */
 tether_status_t plugin_error_set(struct tether_error *err, tether_status_t status, const char *fmt,
                                  ...) __attribute__((format(printf, 3, 4)));
+
+/* True when the program requires unified_shared_memory (libomptarget's requires flags) and the
+ * device reports PLUGIN_HOST_ACCESS_PINNED: kernels will fault on the host pointers of mapped
+ * data.  Common warns once at the device's init_device; backends add it to fault messages. */
+bool plugin_usm_unreachable(const struct plugin_device *dev);
 
 /* True when LIBOMPTARGET_INFO (or __tgt_rtl_set_info_flag) has any of `bits`. */
 bool plugin_info_enabled(const struct plugin *plugin, uint32_t bits);

@@ -222,7 +222,23 @@ TGT_EXPORT void __tgt_rtl_set_info_flag(uint32_t flags)
 
 TGT_EXPORT int32_t __tgt_rtl_init_device(int32_t id)
 {
-    return abi_device(id, "init_device") ? TGT_OFFLOAD_SUCCESS : TGT_OFFLOAD_FAIL;
+    struct plugin_device *dev = abi_device(id, "init_device");
+
+    if (dev == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    /* libomptarget 16 calls init_requires, then init_device, once per device. */
+    if (plugin_usm_unreachable(dev)) {
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_WARN,
+                   "the program requires unified_shared_memory, but this device cannot reach "
+                   "pageable host memory (%s): a kernel that uses the host pointers libomptarget "
+                   "passes for mapped data will fault with an illegal address; map with the "
+                   "`close` modifier, or allocate with omp_target_alloc or "
+                   "llvm_omp_target_alloc_shared",
+                   dev->limits.host_access_why != NULL ? dev->limits.host_access_why
+                                                       : "the backend says so");
+    }
+    return TGT_OFFLOAD_SUCCESS;
 }
 
 TGT_EXPORT int32_t __tgt_rtl_deinit_device(int32_t id)

@@ -99,14 +99,22 @@ void cuda_stream_put(struct cuda_device *cd, CUstream stream, bool broken)
 tether_status_t cuda_stream_sync(struct cuda_device *cd, CUstream stream, const char *what,
                                  struct tether_error *err)
 {
-    tether_status_t rc = CUDA_CALL(cd->drv, err, cuStreamSynchronize, stream);
+    CUresult res = cd->drv->cuStreamSynchronize(stream);
+    tether_status_t rc = cuda_driver_check(
+        cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamSynchronize], err);
 
     if (rc != TETHER_OK) {
-        /* Keep the driver's words and say which work failed. */
+        /* Keep the driver's words and say which work failed, and the likely cause of a fault
+         * where the program requires unified shared memory this device does not have. */
         char msg[TETHER_ERROR_MSG_MAX];
 
         snprintf(msg, sizeof(msg), "%s", err->msg);
-        plugin_error_set(err, rc, "%s: %s", what, msg);
+        plugin_error_set(err, rc, "%s: %s%s", what, msg,
+                         res == CUDA_ERROR_ILLEGAL_ADDRESS && plugin_usm_unreachable(&cd->base)
+                             ? " (the program requires unified_shared_memory, and this device "
+                               "cannot reach pageable host memory: see the warning at its "
+                               "initialisation)"
+                             : "");
     }
     return rc;
 }
@@ -498,6 +506,16 @@ static tether_status_t cuda_device_limits(struct plugin_device *dev,
             CUDA_SUCCESS) {
         snprintf(limits_p->pci_bus_id, sizeof(limits_p->pci_bus_id), "%04x:%02x:%02x.0",
                  (unsigned)domain, (unsigned)bus, (unsigned)slot);
+    }
+    /* Pageable host memory (HMM on x86 with the open kernel modules, ATS on Grace): what a
+     * program with `requires unified_shared_memory` needs.  Unreadable: unknown. */
+    int pageable = 0;
+    if (drv->cuDeviceGetAttribute(&pageable, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+                                  cd->cu_dev) == CUDA_SUCCESS) {
+        limits_p->host_access =
+            pageable != 0 ? PLUGIN_HOST_ACCESS_PAGEABLE : PLUGIN_HOST_ACCESS_PINNED;
+        limits_p->host_access_why = "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0: the driver "
+                                    "has no HMM or ATS here";
     }
     return TETHER_OK;
 }

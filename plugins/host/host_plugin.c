@@ -178,6 +178,7 @@ static tether_status_t host_device_limits(struct plugin_device *dev,
     limits_p->max_teams = 1u << 16;
     limits_p->default_threads = (uint32_t)hp->cpus;
     limits_p->default_teams = (uint32_t)hp->cpus;
+    limits_p->host_access = PLUGIN_HOST_ACCESS_PAGEABLE; /* the "device" is this process */
     return TETHER_OK;
 }
 

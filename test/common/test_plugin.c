@@ -249,7 +249,7 @@ static void test_transfers(void)
 
 static void test_geometry(void)
 {
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, ""};
+    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL};
     struct tgt_kernel_args ka;
     uint32_t teams, threads;
 

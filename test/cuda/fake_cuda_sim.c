@@ -13,6 +13,9 @@
  * Configuration (environment):
  *   FAKE_CUDA_SIM_PARAMS  the parameter count cuFuncGetParamInfo reports for every kernel
  *                         (unset: the entry point answers CUDA_ERROR_NOT_SUPPORTED)
+ *   FAKE_CUDA_SIM_PAGEABLE  1: the GPU reaches pageable host memory (HMM); else it does not
+ *   FAKE_CUDA_SIM_FAULT   1: cuStreamSynchronize after a launch fails with
+ *                         CUDA_ERROR_ILLEGAL_ADDRESS (a kernel's bad address)
  *   FAKE_CUDA_SIM_PCI     the GPU's PCI address, "dddd:bb:dd.f" (the function is not reported:
  *                         CUDA has no attribute for it); "none", or anything else that is not
  *                         such an address: the PCI attributes fail with CUDA_ERROR_INVALID_VALUE;
@@ -79,6 +82,7 @@ CUresult cuDriverGetVersion(int *version)
 CUresult cuGetErrorName(CUresult error, const char **str)
 {
     *str = error == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED ? "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
+           : error == CUDA_ERROR_ILLEGAL_ADDRESS          ? "CUDA_ERROR_ILLEGAL_ADDRESS"
                                                           : "CUDA_ERROR_SIM";
     return CUDA_SUCCESS;
 }
@@ -134,6 +138,10 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice de
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
         return sim_pci_attribute(attrib, value);
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+        *value = getenv("FAKE_CUDA_SIM_PAGEABLE") != NULL &&
+                 strcmp(getenv("FAKE_CUDA_SIM_PAGEABLE"), "1") == 0;
+        break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
         *value = 9;
         break;
@@ -225,8 +233,19 @@ CUresult cuStreamDestroy_v2(CUstream stream)
     return CUDA_SUCCESS;
 }
 
+/* FAKE_CUDA_SIM_FAULT=1: a stream synchronised after a launch reports the fault a kernel's bad
+ * address gives. */
 CUresult cuStreamSynchronize(CUstream stream)
 {
+    const char *fault = getenv("FAKE_CUDA_SIM_FAULT");
+    int launched;
+
+    pthread_mutex_lock(&sim_lock);
+    launched = fake_cuda_sim_stats.launches;
+    pthread_mutex_unlock(&sim_lock);
+    if (fault != NULL && strcmp(fault, "1") == 0 && launched > 0) {
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
     return CUDA_SUCCESS;
 }
 

@@ -8,11 +8,16 @@
  *                       GPU of fake_cuda_sim.c runs no device code)
  * Built with -DPROBE_RPC, -foffload-lto and libtether-device.a (plugin_probe_rpc), the region
  * also prints a line through tether's device printf, so the image carries the RPC client and the
- * plugin starts an RPC server for it.
+ * plugin starts an RPC server for it.  Built with -DPROBE_USM (plugin_probe_usm), the program
+ * requires unified_shared_memory.
  */
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
+
+#ifdef PROBE_USM
+#pragma omp requires unified_shared_memory
+#endif
 
 int main(int argc, char **argv)
 {

@@ -9,6 +9,11 @@
 #   params     FAKE_DIR is the simulated GPU (fake_cuda_sim.c) with every kernel taking 7
 #              parameters: the launch of the probe's region (2 arguments) fails with an error that
 #              names the mismatch and its usual cause, instead of reaching cuLaunchKernel.
+#   usm        PROBE is plugin_probe_usm (requires unified_shared_memory), FAKE_DIR the simulated
+#              GPU: without pageable memory access (FAKE_CUDA_SIM_PAGEABLE unset) init_device warns
+#              with the cause and the way out; a fault at synchronisation (FAKE_CUDA_SIM_FAULT=1)
+#              says the requirement is the likely cause; with access (=1), and for the same program
+#              without the requirement (plugin_probe next to it), no word about it.
 #   placement  PROBE is plugin_probe_rpc (its image has an RPC client), FAKE_DIR the simulated GPU
 #              reporting the PCI address of a device of this machine whose sysfs local_cpulist
 #              lists cores (FAKE_CUDA_SIM_PCI); hwloc sees two NUMA nodes (HWLOC_SYNTHETIC): the
@@ -50,6 +55,33 @@ case $mode in
     grep -Eq 'kernel __omp_offloading_[0-9a-f_]+main_l[0-9]+ takes 7 argument\(s\), libomptarget passed 2: the host and device compiles of its target region disagree' "$out" ||
       fail "no error naming the argument count mismatch"
     ;;
+  usm)
+    plain=$(dirname "$probe")/plugin_probe
+    run() { # PROGRAM, then VAR=VALUE settings
+      local prog=$1
+      shift
+      env LD_LIBRARY_PATH="$fake:$plugins" "$@" "$prog" sim >"$out" 2>&1
+    }
+    run "$probe" || fail "the program requiring unified_shared_memory failed on the simulated GPU"
+    grep -qF "tether (cuda): device 0: warning: the program requires unified_shared_memory, but this device cannot reach pageable host memory (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0: the driver has no HMM or ATS here)" "$out" ||
+      fail "no warning naming the missing pageable memory access"
+    grep -qF "map with the \`close\` modifier, or allocate with omp_target_alloc or llvm_omp_target_alloc_shared" "$out" ||
+      fail "the warning does not say what to do instead"
+    [ "$(grep -c unified_shared_memory "$out")" = 1 ] || fail "the warning is not printed exactly once"
+    cat "$out"
+    if run "$probe" FAKE_CUDA_SIM_FAULT=1; then
+      fail "a faulting kernel did not fail the program"
+    fi
+    grep -qF "CUDA_ERROR_ILLEGAL_ADDRESS" "$out" || fail "the fault is not reported"
+    grep -qF "(the program requires unified_shared_memory, and this device cannot reach pageable host memory: see the warning at its initialisation)" "$out" ||
+      fail "the fault's message does not name the likely cause"
+    cat "$out"
+    run "$probe" FAKE_CUDA_SIM_PAGEABLE=1 || fail "the program failed on a GPU with pageable access"
+    if grep -q unified_shared_memory "$out"; then fail "warned although the GPU has pageable access"; fi
+    run "$plain" FAKE_CUDA_SIM_FAULT=1
+    if grep -q unified_shared_memory "$out"; then fail "blamed unified_shared_memory in a program that does not require it"; fi
+    grep -qF "CUDA_ERROR_ILLEGAL_ADDRESS" "$out" || fail "the fault of the plain program is not reported"
+    ;;
   placement)
     pci="" cpus=""
     for d in /sys/bus/pci/devices/*; do
@@ -77,7 +109,7 @@ case $mode in
     grep -qF "thread on any core (2 NUMA nodes, no PCI address)" "$out" ||
       fail "with the PCI attributes failing, the rpc: line does not say \"no PCI address\""
     ;;
-  *) echo "usage: $0 no-driver|fake|params|placement PROBE PLUGIN_DIR FAKE_DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 no-driver|fake|params|usm|placement PROBE PLUGIN_DIR FAKE_DIR" >&2; exit 2 ;;
 esac
 cat "$out"
 echo "plugin_test $mode: ok"
