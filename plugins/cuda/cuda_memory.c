@@ -169,7 +169,9 @@ tether_status_t cuda_memcpy_h2d(struct plugin_device *dev, void *dst, const void
     if (rc != TETHER_OK) {
         return rc;
     }
-    rc = CUDA_CALL(cd->drv, err, cuMemcpyHtoDAsync, cuda_dptr(dst), src, size, stream);
+    if (host_dev != NULL || !cuda_stage_h2d(cd, cuda_dptr(dst), src, size, stream, &rc, err)) {
+        rc = CUDA_CALL(cd->drv, err, cuMemcpyHtoDAsync, cuda_dptr(dst), src, size, stream);
+    }
     return cuda_copy_finish(cd, stream, borrowed, rc, "host-to-device copy", size, err);
 }
 
@@ -185,7 +187,9 @@ tether_status_t cuda_memcpy_d2h(struct plugin_device *dev, void *dst, const void
     if (rc != TETHER_OK) {
         return rc;
     }
-    rc = CUDA_CALL(cd->drv, err, cuMemcpyDtoHAsync, dst, cuda_dptr(src), size, stream);
+    if (host_dev != NULL || !cuda_stage_d2h(cd, dst, cuda_dptr(src), size, stream, &rc, err)) {
+        rc = CUDA_CALL(cd->drv, err, cuMemcpyDtoHAsync, dst, cuda_dptr(src), size, stream);
+    }
     return cuda_copy_finish(cd, stream, borrowed, rc, "device-to-host copy", size, err);
 }
 

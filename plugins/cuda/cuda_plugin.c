@@ -211,7 +211,8 @@ static void cuda_plugin_destroy(struct plugin *plugin)
     struct cuda_plugin *cp = cuda_plugin_of(plugin);
 
     /* The driver stays loaded: CUDA registers its own exit handlers, and unloading it under
-     * them at process exit is not safe.  Only our own memory is freed. */
+     * them at process exit is not safe.  Only our own memory (and copy threads) go. */
+    cuda_stage_shutdown();
     cuda_driver_free(cp->drv);
     free(cp->cc_major);
     free(cp->cc_minor);
@@ -338,6 +339,7 @@ static void cuda_device_release(struct cuda_device *cd)
                           cuda_driver_symbol_names[CUDA_SLOT_cuEventDestroy]);
     }
     free(cd->events);
+    cuda_stage_release(cd);
     if (cd->ctx != NULL) {
         cuda_log_teardown(cd, drv->cuDevicePrimaryCtxRelease(cd->cu_dev),
                           cuda_driver_symbol_names[CUDA_SLOT_cuDevicePrimaryCtxRelease]);
@@ -365,6 +367,7 @@ static tether_status_t cuda_device_create(struct plugin *plugin, int32_t id,
         free(cd);
         return plugin_error_set(err, TETHER_ERR_INTERNAL, "pthread_mutex_init failed");
     }
+    cuda_stage_init(&cd->stage);
     /* Until common fills them in, log through the plugin with no device. */
     cd->base.plugin = plugin;
     cd->base.id = id;

@@ -399,6 +399,26 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr, unsigned int
     return CUDA_SUCCESS;
 }
 
+/* The memory type of registered host memory; anything else is not the driver's (pageable), as
+ * the real driver answers for malloc'ed memory. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attrib, CUdeviceptr ptr)
+{
+    const char *p = (const char *)(uintptr_t)ptr;
+    CUresult res = CUDA_ERROR_INVALID_VALUE;
+
+    pthread_mutex_lock(&sim_lock);
+    for (int i = 0; i < MAX_REGISTERED; i++) {
+        if (registered[i].base != NULL && p >= registered[i].base &&
+            p < registered[i].base + registered[i].size &&
+            attrib == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+            *(unsigned int *)data = 1; /* CU_MEMORYTYPE_HOST */
+            res = CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return res;
+}
+
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream)
 {
     COUNT(h2d);

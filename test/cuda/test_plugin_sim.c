@@ -107,6 +107,30 @@ int main(void)
         free(back);
     }
 
+    /* A large pageable copy goes through the staging buffers in 8 MiB chunks (one driver copy
+     * per chunk), both ways, and arrives whole; an odd size checks the last, short chunk.
+     * TETHER_CUDA_STAGE=0 (plugin_test.sh) would make it one copy each way. */
+    {
+        size_t n = ((size_t)40 << 20) + 13;
+        char *host = malloc(n), *back = malloc(n);
+        void *dev = omp_target_alloc(n, 0);
+        int h2d = st->h2d, d2h = st->d2h;
+        const char *off = getenv("TETHER_CUDA_STAGE");
+        int chunks = off != NULL && strcmp(off, "0") == 0 ? 1 : 6;
+
+        CHECK(host != NULL && back != NULL && dev != NULL);
+        for (size_t i = 0; i < n; i++)
+            host[i] = (char)(i * 13 + (i >> 20));
+        memset(back, 0, n);
+        CHECK(omp_target_memcpy(dev, host, n, 0, 0, 0, omp_get_initial_device()) == 0);
+        CHECK(omp_target_memcpy(back, dev, n, 0, 0, omp_get_initial_device(), 0) == 0);
+        CHECK(memcmp(host, back, n) == 0);
+        CHECK(st->h2d == h2d + chunks && st->d2h == d2h + chunks);
+        omp_target_free(dev, 0);
+        free(host);
+        free(back);
+    }
+
     /* Pinning: one registration per range, sub-ranges counted, the base unregistered last. */
     {
         size_t n = 1 << 20;
