@@ -443,6 +443,10 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     }
     limits_sanitize(&limits);
     dev->limits = limits;
+    rc = plugin_pool_create(dev, err);
+    if (rc != TETHER_OK) {
+        goto destroy_device;
+    }
     if (ops->device_name != NULL) {
         ops->device_name(dev, state->name, sizeof(state->name));
     }
@@ -529,6 +533,7 @@ void plugin_device_teardown(struct plugin_device *dev)
         free(state->queues[i]);
     }
     free(state->queues);
+    plugin_pool_destroy(dev);
     pthread_mutex_destroy(&state->lock);
     dev->state = NULL;
     ops->device_destroy(dev);

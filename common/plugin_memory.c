@@ -57,7 +57,11 @@ tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32
     if (size <= 0 || (uint64_t)size > SIZE_MAX) {
         return plugin_error_set(err, TETHER_ERR_INVALID, "size %lld", (long long)size);
     }
-    rc = ops->alloc(dev, (size_t)size, bkind, &ptr, err);
+    if (bkind == PLUGIN_ALLOC_DEVICE) {
+        rc = plugin_pool_alloc(dev, (size_t)size, &ptr, err);
+    } else {
+        rc = ops->alloc(dev, (size_t)size, bkind, &ptr, err);
+    }
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -104,6 +108,9 @@ tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t
         if (rc != TETHER_OK) {
             return rc;
         }
+    }
+    if (bkind == PLUGIN_ALLOC_DEVICE && plugin_pool_free(dev, ptr, &rc, err)) {
+        return rc;
     }
     return dev->plugin->ops->free(dev, ptr, bkind, err);
 }

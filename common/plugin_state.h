@@ -52,6 +52,7 @@ struct plugin_device_state {
     char name[96];
     atomic_uint_fast64_t kernels_running; /* launched and not known complete (RPC) */
     void *rpc;                            /* RPC server state, owned by plugin_rpc.c */
+    struct plugin_pool *pool;             /* cached device allocations (plugin_pool.c) */
 };
 
 struct plugin_slot {
@@ -90,6 +91,19 @@ tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async
 void plugin_loaded_release(struct plugin_device *dev, struct plugin_loaded *loaded);
 const char *plugin_seen_arch(struct plugin *plugin, const struct tgt_device_image *image,
                              bool *known_p);
+
+/* Device allocations kept for reuse (plugin_pool.c).  create: at device init (reads
+ * LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD and TETHER_ALLOC_CACHE_BYTES); destroy: at teardown,
+ * before the backend's device_destroy (gives cached blocks back).  alloc: a DEVICE allocation,
+ * from the cache when its class has a block.  free: false when `ptr` is not the pool's (the
+ * caller frees it), else true with the status in *rc_p. */
+struct plugin_pool;
+tether_status_t plugin_pool_create(struct plugin_device *dev, struct tether_error *err);
+void plugin_pool_destroy(struct plugin_device *dev);
+tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size, void **ptr_p,
+                                  struct tether_error *err);
+bool plugin_pool_free(struct plugin_device *dev, void *ptr, tether_status_t *rc_p,
+                      struct tether_error *err);
 
 /* RPC hooks (plugin_rpc.c). */
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,

@@ -10,6 +10,7 @@ void fault_reset(const struct plugin_ops *inner, long fail_at)
     fault.inner = inner;
     atomic_store(&fault.calls, 0);
     fault.fail_at = fail_at;
+    fault.fail_status = TETHER_OK;
     atomic_store(&fault.failed, 0);
     atomic_store(&fault.plugins, 0);
     atomic_store(&fault.devices, 0);
@@ -54,8 +55,9 @@ static bool fault_hit(void)
 #define FAULT_POINT(slot)                                                                          \
     do {                                                                                           \
         if (fault_hit()) {                                                                         \
-            return plugin_error_set(err, TETHER_ERR_DRIVER, "injected failure in %s (call %ld)",   \
-                                    #slot, fault.fail_at);                                         \
+            return plugin_error_set(                                                               \
+                err, fault.fail_status != TETHER_OK ? fault.fail_status : TETHER_ERR_DRIVER,       \
+                "injected failure in %s (call %ld)", #slot, fault.fail_at);                        \
         }                                                                                          \
     } while (0)
 

@@ -19,9 +19,10 @@
 
 struct fault_state {
     const struct plugin_ops *inner;
-    atomic_long calls;  /* acquiring calls made so far */
-    long fail_at;       /* 1-based number of the call to fail; 0: never */
-    atomic_long failed; /* failures injected */
+    atomic_long calls;           /* acquiring calls made so far */
+    long fail_at;                /* 1-based number of the call to fail; 0: never */
+    tether_status_t fail_status; /* what the failing call returns (TETHER_OK: TETHER_ERR_DRIVER) */
+    atomic_long failed;          /* failures injected */
     /* live objects, by kind */
     atomic_long plugins, devices, modules, kernels, queues, events, allocs, registers;
     atomic_long launches;

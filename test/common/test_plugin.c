@@ -539,8 +539,89 @@ static void test_threads(void)
     free(shared);
 }
 
+/* The device allocation cache (common/plugin_pool.c), over the fault backend's live counts. */
+static void test_pool(void)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = NULL, *dev1 = NULL;
+    void *a = NULL, *b = NULL, *c = NULL, *big = NULL, *h = NULL;
+    struct plugin *p;
+
+    unsetenv("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD"); /* the default: blocks up to 1 MiB */
+    p = make_plugin();
+    if (p == NULL || plugin_device_get(p, 0, &dev, &err) != TETHER_OK) {
+        CHECK(0);
+        return;
+    }
+    /* A freed block is kept and handed to the next allocation of its class (256 bytes). */
+    CHECK_RC(plugin_data_alloc(dev, 100, 0, &a, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 1);
+    CHECK_RC(plugin_data_delete(dev, a, 0, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 1); /* cached, not freed */
+    long calls = atomic_load(&fault.calls);
+    CHECK_RC(plugin_data_alloc(dev, 256, 3 /* DEFAULT: device memory */, &b, &err), TETHER_OK);
+    CHECK(b == a && atomic_load(&fault.calls) == calls); /* no backend call */
+    /* Another class: a new block; the block in use is not handed out twice. */
+    CHECK_RC(plugin_data_alloc(dev, 300, 0, &c, &err), TETHER_OK);
+    CHECK(c != NULL && c != b && atomic_load(&fault.allocs) == 2);
+    /* Above the threshold: straight to the backend and back. */
+    CHECK_RC(plugin_data_alloc(dev, (2 << 20) + 1, 0, &big, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 3);
+    CHECK_RC(plugin_data_delete(dev, big, 0, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 2);
+    /* HOST memory is not cached. */
+    CHECK_RC(plugin_data_alloc(dev, 100, 1, &h, &err), TETHER_OK);
+    CHECK_RC(plugin_data_delete(dev, h, 1, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 2);
+    /* Out of memory: the cached blocks go back to the backend and the allocation is tried
+     * again.  b (256) and c (512) cached; a 1024-byte block fails once with NO_MEMORY. */
+    CHECK_RC(plugin_data_delete(dev, b, 0, &err), TETHER_OK);
+    CHECK_RC(plugin_data_delete(dev, c, 0, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 2);
+    fault.fail_status = TETHER_ERR_NO_MEMORY;
+    fault.fail_at = atomic_load(&fault.calls) + 1;
+    CHECK_RC(plugin_data_alloc(dev, 1000, 0, &a, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.failed) == 1 && atomic_load(&fault.allocs) == 1);
+    fault.fail_at = 0;
+    /* A failure that is not about memory is returned as it is, cache or not. */
+    CHECK_RC(plugin_data_delete(dev, a, 0, &err), TETHER_OK); /* cached again */
+    fault.fail_status = TETHER_ERR_DRIVER;
+    fault.fail_at = atomic_load(&fault.calls) + 1;
+    CHECK_RC(plugin_data_alloc(dev, 5000, 0, &big, &err), TETHER_ERR_DRIVER);
+    CHECK(atomic_load(&fault.allocs) == 1); /* the cached block stays */
+    fault.fail_at = 0;
+    /* A cache of at most 256 bytes (device 1): the second free goes to the backend. */
+    setenv("TETHER_ALLOC_CACHE_BYTES", "256", 1);
+    CHECK_RC(plugin_device_get(p, 1, &dev1, &err), TETHER_OK);
+    unsetenv("TETHER_ALLOC_CACHE_BYTES");
+    CHECK_RC(plugin_data_alloc(dev1, 200, 0, &b, &err), TETHER_OK);
+    CHECK_RC(plugin_data_alloc(dev1, 200, 0, &c, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 3);
+    CHECK_RC(plugin_data_delete(dev1, b, 0, &err), TETHER_OK);
+    CHECK_RC(plugin_data_delete(dev1, c, 0, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 2);
+    /* Shutdown gives every cached block back. */
+    plugin_destroy(p);
+    CHECK(fault_live() == 0);
+
+    /* LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD=0: no cache. */
+    setenv("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", "0", 1);
+    p = make_plugin();
+    if (p == NULL || plugin_device_get(p, 0, &dev, &err) != TETHER_OK) {
+        CHECK(0);
+        return;
+    }
+    CHECK_RC(plugin_data_alloc(dev, 100, 0, &a, &err), TETHER_OK);
+    CHECK_RC(plugin_data_delete(dev, a, 0, &err), TETHER_OK);
+    CHECK(atomic_load(&fault.allocs) == 0);
+    plugin_destroy(p);
+}
+
 int main(int argc, char **argv)
 {
+    /* The tests below count the backend's live allocations: without the allocation cache (it
+     * has a test of its own, test_pool). */
+    setenv("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", "0", 1);
     test_ops_checks();
     test_devices();
     test_memory();
@@ -548,6 +629,8 @@ int main(int argc, char **argv)
     test_geometry();
     test_messages();
     test_threads();
+    test_pool();
+    setenv("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", "0", 1);
     if (argc > 1) {
         test_image_load(argv[1]);
     }

@@ -1,0 +1,260 @@
+/*
+ * common/plugin_pool.c - device allocations kept for reuse, by size class.
+ *
+ * libomptarget 16 allocates device memory for the mapped variables of every target region and
+ * frees it when the region ends, and leaves caching to the plugin.  A cuMemFree waits for the
+ * device and costs tens of microseconds: without a cache, an H200 target region that maps one
+ * scalar took 126 us against 11 us for an empty one.  So device allocations of at most
+ * `max_size` bytes (LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD, LLVM's knob; default 1 MiB; 0 turns
+ * the cache off) come from power-of-two classes of 256 bytes and up: a freed block goes on its
+ * class's free list and the next allocation of that class takes it without a driver call.  At
+ * most `cap` bytes (TETHER_ALLOC_CACHE_BYTES, default 256 MiB) wait on the lists; beyond that a
+ * free goes to the driver.  When the driver is out of memory, the cached blocks are released
+ * and the allocation is tried once more.  Larger allocations go straight to the backend.
+ *
+ * Every block the pool allocated, in use or cached, is in an open-addressing table (pointer ->
+ * class), so a free knows whether a pointer is the pool's.  Reuse is safe because libomptarget
+ * frees a region's memory only after the region's queue has been synchronised (and
+ * omp_target_free's caller promises the same).  One mutex per device.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin_state.h"
+
+#define POOL_MIN_SHIFT 8u /* 256 bytes: what cuMemAlloc aligns to anyway */
+#define POOL_CLASSES 32u
+#define POOL_DEFAULT_MAX ((int64_t)1 << 20)
+#define POOL_DEFAULT_CAP ((int64_t)256 << 20)
+#define POOL_EMPTY ((uintptr_t)0)
+#define POOL_GONE ((uintptr_t)1) /* a deleted table entry */
+
+struct plugin_pool {
+    pthread_mutex_t lock;
+    size_t max_size; /* largest size cached; 0: no cache */
+    size_t cap;      /* most bytes waiting on the free lists */
+    size_t cached;   /* bytes waiting on the free lists */
+    struct {
+        void **v;
+        size_t n, cap;
+    } free[POOL_CLASSES];
+    uintptr_t *keys; /* POOL_EMPTY, POOL_GONE or a block's address */
+    uint8_t *cls;
+    size_t slots, used; /* used counts POOL_GONE entries too */
+    uint64_t hits, misses;
+};
+
+static unsigned pool_class(size_t size)
+{
+    unsigned c = 0;
+    while (((size_t)1 << (c + POOL_MIN_SHIFT)) < size)
+        c++;
+    return c;
+}
+
+static size_t pool_class_size(unsigned c)
+{
+    return (size_t)1 << (c + POOL_MIN_SHIFT);
+}
+
+static size_t pool_hash(uintptr_t key, size_t slots)
+{
+    key ^= key >> 29;
+    key *= (uintptr_t)0xbf58476d1ce4e5b9ull;
+    key ^= key >> 32;
+    return (size_t)key & (slots - 1);
+}
+
+/* The slot of `key`, or SIZE_MAX. */
+static size_t pool_find(const struct plugin_pool *p, uintptr_t key)
+{
+    if (p->slots == 0)
+        return SIZE_MAX;
+    for (size_t i = pool_hash(key, p->slots), n = 0; n < p->slots;
+         i = (i + 1) & (p->slots - 1), n++) {
+        if (p->keys[i] == key)
+            return i;
+        if (p->keys[i] == POOL_EMPTY)
+            return SIZE_MAX;
+    }
+    return SIZE_MAX;
+}
+
+static bool pool_insert(struct plugin_pool *p, uintptr_t key, unsigned c)
+{
+    if (2 * (p->used + 1) > p->slots) {
+        size_t slots = p->slots ? 2 * p->slots : 256;
+        uintptr_t *keys = calloc(slots, sizeof(*keys));
+        uint8_t *cls = calloc(slots, sizeof(*cls));
+        if (keys == NULL || cls == NULL) {
+            free(keys);
+            free(cls);
+            return false;
+        }
+        size_t used = 0;
+        for (size_t i = 0; i < p->slots; i++) {
+            if (p->keys[i] <= POOL_GONE)
+                continue;
+            size_t j = pool_hash(p->keys[i], slots);
+            while (keys[j] != POOL_EMPTY)
+                j = (j + 1) & (slots - 1);
+            keys[j] = p->keys[i];
+            cls[j] = p->cls[i];
+            used++;
+        }
+        free(p->keys);
+        free(p->cls);
+        p->keys = keys;
+        p->cls = cls;
+        p->slots = slots;
+        p->used = used;
+    }
+    size_t i = pool_hash(key, p->slots);
+    while (p->keys[i] > POOL_GONE)
+        i = (i + 1) & (p->slots - 1);
+    if (p->keys[i] == POOL_EMPTY)
+        p->used++;
+    p->keys[i] = key;
+    p->cls[i] = (uint8_t)c;
+    return true;
+}
+
+tether_status_t plugin_pool_create(struct plugin_device *dev, struct tether_error *err)
+{
+    struct plugin_pool *p = calloc(1, sizeof(*p));
+    if (p == NULL || pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "device allocation cache");
+    }
+    int64_t max = plugin_env_int("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", POOL_DEFAULT_MAX);
+    int64_t cap = plugin_env_int("TETHER_ALLOC_CACHE_BYTES", POOL_DEFAULT_CAP);
+    size_t top = pool_class_size(POOL_CLASSES - 1);
+    p->max_size = max <= 0 ? 0 : (uint64_t)max > top ? top : (size_t)max;
+    p->cap = cap <= 0 ? 0 : (size_t)cap;
+    if (p->cap == 0)
+        p->max_size = 0;
+    dev->state->pool = p;
+    return TETHER_OK;
+}
+
+/* Gives every cached block back to the backend (lock held). */
+static void pool_release_cached(struct plugin_device *dev, struct plugin_pool *p)
+{
+    struct tether_error ignored;
+    for (unsigned c = 0; c < POOL_CLASSES; c++) {
+        for (size_t k = 0; k < p->free[c].n; k++) {
+            void *ptr = p->free[c].v[k];
+            size_t i = pool_find(p, (uintptr_t)ptr);
+            if (i != SIZE_MAX)
+                p->keys[i] = POOL_GONE;
+            dev->plugin->ops->free(dev, ptr, PLUGIN_ALLOC_DEVICE, &ignored);
+        }
+        p->free[c].n = 0;
+    }
+    p->cached = 0;
+}
+
+void plugin_pool_destroy(struct plugin_device *dev)
+{
+    struct plugin_pool *p = dev->state->pool;
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->lock);
+    pool_release_cached(dev, p);
+    pthread_mutex_unlock(&p->lock);
+    if (p->hits + p->misses != 0 && plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN)) {
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+                   "device allocations of up to %zu bytes: %llu from the cache, %llu from the "
+                   "driver",
+                   p->max_size, (unsigned long long)p->hits, (unsigned long long)p->misses);
+    }
+    for (unsigned c = 0; c < POOL_CLASSES; c++)
+        free(p->free[c].v);
+    free(p->keys);
+    free(p->cls);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+    dev->state->pool = NULL;
+}
+
+tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size, void **ptr_p,
+                                  struct tether_error *err)
+{
+    struct plugin_pool *p = dev->state->pool;
+    const struct plugin_ops *ops = dev->plugin->ops;
+    bool cached = p != NULL && size <= p->max_size;
+    unsigned c = cached ? pool_class(size) : 0;
+    size_t bytes = cached ? pool_class_size(c) : size;
+    tether_status_t rc;
+
+    if (cached) {
+        pthread_mutex_lock(&p->lock);
+        if (p->free[c].n != 0) {
+            *ptr_p = p->free[c].v[--p->free[c].n];
+            p->cached -= bytes;
+            p->hits++;
+            pthread_mutex_unlock(&p->lock);
+            return TETHER_OK;
+        }
+        p->misses++;
+        pthread_mutex_unlock(&p->lock);
+    }
+    rc = ops->alloc(dev, bytes, PLUGIN_ALLOC_DEVICE, ptr_p, err);
+    if (rc == TETHER_ERR_NO_MEMORY && p != NULL) {
+        pthread_mutex_lock(&p->lock);
+        bool had = p->cached != 0;
+        pool_release_cached(dev, p);
+        pthread_mutex_unlock(&p->lock);
+        if (had)
+            rc = ops->alloc(dev, bytes, PLUGIN_ALLOC_DEVICE, ptr_p, err);
+    }
+    if (rc != TETHER_OK || !cached || *ptr_p == NULL)
+        return rc;
+    pthread_mutex_lock(&p->lock);
+    bool ok = pool_insert(p, (uintptr_t)*ptr_p, c);
+    pthread_mutex_unlock(&p->lock);
+    if (!ok) { /* not tracked: an ordinary allocation then */
+        struct tether_error ignored;
+        ops->free(dev, *ptr_p, PLUGIN_ALLOC_DEVICE, &ignored);
+        return ops->alloc(dev, size, PLUGIN_ALLOC_DEVICE, ptr_p, err);
+    }
+    return TETHER_OK;
+}
+
+bool plugin_pool_free(struct plugin_device *dev, void *ptr, tether_status_t *rc_p,
+                      struct tether_error *err)
+{
+    struct plugin_pool *p = dev->state->pool;
+    if (p == NULL || p->slots == 0)
+        return false;
+    pthread_mutex_lock(&p->lock);
+    size_t i = pool_find(p, (uintptr_t)ptr);
+    if (i == SIZE_MAX) {
+        pthread_mutex_unlock(&p->lock);
+        return false;
+    }
+    unsigned c = p->cls[i];
+    size_t bytes = pool_class_size(c);
+    bool keep = p->cached + bytes <= p->cap;
+    if (keep && p->free[c].n == p->free[c].cap) {
+        size_t cap = p->free[c].cap ? 2 * p->free[c].cap : 16;
+        void **v = realloc(p->free[c].v, cap * sizeof(*v));
+        if (v == NULL) {
+            keep = false;
+        } else {
+            p->free[c].v = v;
+            p->free[c].cap = cap;
+        }
+    }
+    if (keep) {
+        p->free[c].v[p->free[c].n++] = ptr;
+        p->cached += bytes;
+        pthread_mutex_unlock(&p->lock);
+        *rc_p = TETHER_OK;
+        return true;
+    }
+    p->keys[i] = POOL_GONE;
+    pthread_mutex_unlock(&p->lock);
+    *rc_p = dev->plugin->ops->free(dev, ptr, PLUGIN_ALLOC_DEVICE, err);
+    return true;
+}
