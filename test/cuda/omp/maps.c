@@ -39,7 +39,7 @@ int main(void)
         arr[i] = i;
     for (int i = 0; i < N; i++) {
         double t0 = bench_now_us();
-#pragma omp target map(to : arr[0 : 8192]) map(tofrom : x)
+#pragma omp target map(to : arr [0:8192]) map(tofrom : x)
         x += (int)arr[i % 8192] - i % 8192 + 1;
         t[i] = bench_now_us() - t0;
     }
@@ -48,31 +48,31 @@ int main(void)
         return 1;
     }
     bench_fig("region_map_64k_scalar", median_us(), "us");
-#pragma omp target enter data map(alloc : arr[0 : 8192])
+#pragma omp target enter data map(alloc : arr [0:8192])
     for (int i = 0; i < N; i++) {
         double t0 = bench_now_us();
-#pragma omp target update to(arr[0 : 1])
+#pragma omp target update to(arr [0:1])
         t[i] = bench_now_us() - t0;
     }
     bench_fig("update_to_8b", median_us(), "us");
     for (int i = 0; i < N; i++) {
         double t0 = bench_now_us();
-#pragma omp target update from(arr[0 : 1])
+#pragma omp target update from(arr [0:1])
         t[i] = bench_now_us() - t0;
     }
     bench_fig("update_from_8b", median_us(), "us");
     for (int i = 0; i < N; i++) {
         double t0 = bench_now_us();
-#pragma omp target update to(arr[0 : 8192])
+#pragma omp target update to(arr [0:8192])
         t[i] = bench_now_us() - t0;
     }
     bench_fig("update_to_64k", median_us(), "us");
     for (int i = 0; i < N; i++) {
         double t0 = bench_now_us();
-#pragma omp target update from(arr[0 : 8192])
+#pragma omp target update from(arr [0:8192])
         t[i] = bench_now_us() - t0;
     }
     bench_fig("update_from_64k", median_us(), "us");
-#pragma omp target exit data map(delete : arr[0 : 8192])
+#pragma omp target exit data map(delete : arr [0:8192])
     return 0;
 }
