@@ -5,7 +5,7 @@
  * frees it when the region ends, and leaves caching to the plugin.  A cuMemFree waits for the
  * device and costs tens of microseconds: without a cache, an H200 target region that maps one
  * scalar took 126 us against 11 us for an empty one.  So device allocations of at most
- * `max_size` bytes (LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD, LLVM's knob; default 1 MiB; 0 turns
+ * `max_size` bytes (LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD, LLVM's knob; default 4 MiB; 0 turns
  * the cache off) come from power-of-two classes of 256 bytes and up: a freed block goes on its
  * class's free list and the next allocation of that class takes it without a driver call.  At
  * most `cap` bytes (TETHER_ALLOC_CACHE_BYTES, default 256 MiB) wait on the lists; beyond that a
@@ -24,7 +24,7 @@
 
 #define POOL_MIN_SHIFT 8u /* 256 bytes: what cuMemAlloc aligns to anyway */
 #define POOL_CLASSES 32u
-#define POOL_DEFAULT_MAX ((int64_t)1 << 20)
+#define POOL_DEFAULT_MAX ((int64_t)4 << 20)
 #define POOL_DEFAULT_CAP ((int64_t)256 << 20)
 #define POOL_EMPTY ((uintptr_t)0)
 #define POOL_GONE ((uintptr_t)1) /* a deleted table entry */

@@ -95,7 +95,7 @@ tether_runner() {
 }
 
 omp_progs=()
-for p in launch maps copy lock printf malloc; do
+for p in launch maps regions copy lock printf malloc; do
   [ -x "$work/bin/omp/$p" ] && omp_progs+=("$work/bin/omp/$p")
 done
 

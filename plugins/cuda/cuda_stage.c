@@ -4,7 +4,7 @@
  *
  * The driver copies pageable memory through staging buffers of its own, with one thread: on an
  * H200 machine 6-8 GB/s host to device and 13-16 GB/s back, against 55 GB/s from pinned memory.
- * Here a copy of at least TETHER_CUDA_STAGE_MIN bytes (default 4 MiB) from or to memory the
+ * Here a copy of at least TETHER_CUDA_STAGE_MIN bytes (default 1 MiB) from or to memory the
  * driver does not know (cuPointerGetAttribute fails) goes through STAGE_BUFS pinned buffers of
  * STAGE_CHUNK bytes per device: host to device, chunk k is copied into buffer k % STAGE_BUFS by
  * the caller and TETHER_CUDA_COPY_THREADS helper threads (default 3) while the DMA engine moves
@@ -25,7 +25,7 @@
 
 #define STAGE_CHUNK ((size_t)8 << 20)
 #define STAGE_BUFS CUDA_STAGE_BUFS
-#define STAGE_MIN_DEFAULT ((size_t)4 << 20)
+#define STAGE_MIN_DEFAULT ((size_t)1 << 20)
 #define STAGE_THREADS_DEFAULT 3
 #define STAGE_THREADS_MAX 16
 #define STAGE_D2H_THREADS_MIN 2
@@ -217,7 +217,7 @@ static bool stage_ready(struct cuda_device *cd, struct cuda_stage *st)
 static bool stage_take(struct cuda_device *cd, const void *host, size_t size)
 {
     pthread_once(&pool.once, pool_start);
-    if (!pool.enabled || size < pool.min_size || size < 2 * STAGE_SPLIT_MIN)
+    if (!pool.enabled || size < pool.min_size || size < STAGE_SPLIT_MIN)
         return false;
     /* Memory the driver knows (registered, pinned by it, managed, device) goes its own way. */
     unsigned int type = 0;

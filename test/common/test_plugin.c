@@ -553,7 +553,7 @@ static void test_pool(void)
     void *a = NULL, *b = NULL, *c = NULL, *big = NULL, *h = NULL;
     struct plugin *p;
 
-    unsetenv("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD"); /* the default: blocks up to 1 MiB */
+    unsetenv("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD"); /* the default: blocks up to 4 MiB */
     p = make_plugin();
     if (p == NULL || plugin_device_get(p, 0, &dev, &err) != TETHER_OK) {
         CHECK(0);
@@ -571,7 +571,7 @@ static void test_pool(void)
     CHECK_RC(plugin_data_alloc(dev, 300, 0, &c, &err), TETHER_OK);
     CHECK(c != NULL && c != b && atomic_load(&fault.allocs) == 2);
     /* Above the threshold: straight to the backend and back. */
-    CHECK_RC(plugin_data_alloc(dev, (2 << 20) + 1, 0, &big, &err), TETHER_OK);
+    CHECK_RC(plugin_data_alloc(dev, (8 << 20) + 1, 0, &big, &err), TETHER_OK);
     CHECK(atomic_load(&fault.allocs) == 3);
     CHECK_RC(plugin_data_delete(dev, big, 0, &err), TETHER_OK);
     CHECK(atomic_load(&fault.allocs) == 2);
