@@ -19,6 +19,23 @@ static double median_us(void)
     return t[N / 2];
 }
 
+/* `target update to` and then `from` of arr[0 : count] (mapped), N times each. */
+static void time_updates(int count, const char *to_name, const char *from_name)
+{
+    for (int i = 0; i < N; i++) {
+        double t0 = bench_now_us();
+#pragma omp target update to(arr [0:count])
+        t[i] = bench_now_us() - t0;
+    }
+    bench_fig(to_name, median_us(), "us");
+    for (int i = 0; i < N; i++) {
+        double t0 = bench_now_us();
+#pragma omp target update from(arr [0:count])
+        t[i] = bench_now_us() - t0;
+    }
+    bench_fig(from_name, median_us(), "us");
+}
+
 int main(void)
 {
     int x = 0;
@@ -49,30 +66,8 @@ int main(void)
     }
     bench_fig("region_map_64k_scalar", median_us(), "us");
 #pragma omp target enter data map(alloc : arr [0:8192])
-    for (int i = 0; i < N; i++) {
-        double t0 = bench_now_us();
-#pragma omp target update to(arr [0:1])
-        t[i] = bench_now_us() - t0;
-    }
-    bench_fig("update_to_8b", median_us(), "us");
-    for (int i = 0; i < N; i++) {
-        double t0 = bench_now_us();
-#pragma omp target update from(arr [0:1])
-        t[i] = bench_now_us() - t0;
-    }
-    bench_fig("update_from_8b", median_us(), "us");
-    for (int i = 0; i < N; i++) {
-        double t0 = bench_now_us();
-#pragma omp target update to(arr [0:8192])
-        t[i] = bench_now_us() - t0;
-    }
-    bench_fig("update_to_64k", median_us(), "us");
-    for (int i = 0; i < N; i++) {
-        double t0 = bench_now_us();
-#pragma omp target update from(arr [0:8192])
-        t[i] = bench_now_us() - t0;
-    }
-    bench_fig("update_from_64k", median_us(), "us");
+    time_updates(1, "update_to_8b", "update_from_8b");
+    time_updates(8192, "update_to_64k", "update_from_64k");
 #pragma omp target exit data map(delete : arr [0:8192])
     return 0;
 }
