@@ -225,7 +225,7 @@ bool plugin_pool_free(struct plugin_device *dev, void *ptr, tether_status_t *rc_
                       struct tether_error *err)
 {
     struct plugin_pool *p = dev->state->pool;
-    if (p == NULL || p->slots == 0)
+    if (p == NULL)
         return false;
     pthread_mutex_lock(&p->lock);
     size_t i = pool_find(p, (uintptr_t)ptr);
