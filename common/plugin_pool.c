@@ -210,14 +210,10 @@ tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size, void *
     }
     if (rc != TETHER_OK || !cached || *ptr_p == NULL)
         return rc;
+    /* A block the table has no room for is not the pool's: its free goes to the backend. */
     pthread_mutex_lock(&p->lock);
-    bool ok = pool_insert(p, (uintptr_t)*ptr_p, c);
+    (void)pool_insert(p, (uintptr_t)*ptr_p, c);
     pthread_mutex_unlock(&p->lock);
-    if (!ok) { /* not tracked: an ordinary allocation then */
-        struct tether_error ignored;
-        ops->free(dev, *ptr_p, PLUGIN_ALLOC_DEVICE, &ignored);
-        return ops->alloc(dev, size, PLUGIN_ALLOC_DEVICE, ptr_p, err);
-    }
     return TETHER_OK;
 }
 

@@ -517,8 +517,9 @@ static tether_status_t cuda_device_limits(struct plugin_device *dev,
                                   cd->cu_dev) == CUDA_SUCCESS) {
         limits_p->host_access =
             pageable != 0 ? PLUGIN_HOST_ACCESS_PAGEABLE : PLUGIN_HOST_ACCESS_PINNED;
-        limits_p->host_access_why = "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0: the driver "
-                                    "has no HMM or ATS here";
+        if (pageable == 0)
+            limits_p->host_access_why = "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0: the "
+                                        "driver has no HMM or ATS here";
     }
     return TETHER_OK;
 }

@@ -212,12 +212,12 @@ static bool stage_ready(struct cuda_device *cd, struct cuda_stage *st)
     return !st->failed;
 }
 
-/* Whether a copy of `size` bytes at host address `host` goes through the staging buffers; on
- * true the caller holds st->lock. */
-static bool stage_take(struct cuda_device *cd, const void *host, size_t size)
+/* Whether a copy of `size` bytes at host address `host` goes through the staging buffers, given
+ * at least `helpers` helper threads; on true the caller holds st->lock. */
+static bool stage_take(struct cuda_device *cd, const void *host, size_t size, unsigned helpers)
 {
     pthread_once(&pool.once, pool_start);
-    if (!pool.enabled || size < pool.min_size || size < STAGE_SPLIT_MIN)
+    if (!pool.enabled || pool.threads < helpers || size < pool.min_size || size < STAGE_SPLIT_MIN)
         return false;
     /* Memory the driver knows (registered, pinned by it, managed, device) goes its own way. */
     unsigned int type = 0;
@@ -256,7 +256,7 @@ static tether_status_t stage_mark(struct cuda_device *cd, struct cuda_stage *st,
 bool cuda_stage_h2d(struct cuda_device *cd, CUdeviceptr dst, const void *src, size_t size,
                     CUstream stream, tether_status_t *rc_p, struct tether_error *err)
 {
-    if (!stage_take(cd, src, size))
+    if (!stage_take(cd, src, size, 0))
         return false;
     struct cuda_stage *st = &cd->stage;
     tether_status_t rc = TETHER_OK;
@@ -282,8 +282,7 @@ bool cuda_stage_d2h(struct cuda_device *cd, void *dst, CUdeviceptr src, size_t s
 {
     /* The driver's own device-to-host path copies out of its staging about as fast as the
      * caller and one helper do (H200: 15-16 GB/s against 14.5-15.4): stage from two helpers. */
-    pthread_once(&pool.once, pool_start);
-    if (pool.threads < STAGE_D2H_THREADS_MIN || !stage_take(cd, dst, size))
+    if (!stage_take(cd, dst, size, STAGE_D2H_THREADS_MIN))
         return false;
     struct cuda_stage *st = &cd->stage;
     size_t chunks = (size + STAGE_CHUNK - 1) / STAGE_CHUNK;
