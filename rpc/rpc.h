@@ -1388,6 +1388,12 @@ static inline uint64_t rpc_port_head(const rpc_port_t *port, uint32_t i)
     return port->head_[i & 1];
 }
 
+/* The call's seq on its port (8 bits): one more with each call on the port. */
+static inline uint32_t rpc_port_seq(const rpc_port_t *port)
+{
+    return port->seq_;
+}
+
 /* Client: 16 bits that a port keeps in its state word from one call's close to the next open,
  * whoever makes the calls (0 at first), for the callers' own per-port state; the protocol never
  * looks at them.  The NVIDIA device library keeps there how long to wait before the first poll

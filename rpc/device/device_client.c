@@ -269,65 +269,28 @@ static DEV_INLINE rpc_port_t dev_open_home(struct rpc_client *client, uint32_t o
  * Waits for the answer's head.  NVIDIA: one poll of host memory is a round trip over the link
  * (about 1.3 us on an H200), and an answer that lands in host memory just after a poll has read
  * it is seen only one round trip later, so the first poll is issued after a delay learnt per
- * port and kept in the port's user bits.  What the delay is learnt from (test/cuda/probe/
- * rpc_phases, an H200 machine, a fixed delay before the first poll):
- *   - A poll issued less than about 100 ns after the request is slow, not empty: it finds the
- *     answer, but takes up to 0.7 us longer than a round trip (probably because it reads the
- *     line the request's words were just stored to, behind them).  Calls took 3.57 us with
- *     no delay, 3.14 us at 50 ns, 2.93 us at 100 ns, 3.02-3.11 us at 150-300 ns, 3.19-3.37 us
- *     at 350-600 ns (one run each).
- *   - Polls that find nothing come at 2-5% of calls whatever the delay (0 to 600 ns): the
- *     server thread was busy elsewhere.  Counting only those, as this library first did (a
- *     step up per empty poll, down per hit), let the delay wander between 150 and 480 ns.
- * So each first poll is also timed: a hit that took longer than the port's fastest poll plus
- * DEV_RTT_MARGIN was issued too early and moves the delay up by DEV_WAIT_UP; so does an empty
- * poll; a hit in time moves it down by one unit (DEV_WAIT_UNIT SM cycles).  The delay settles
- * where one first poll in DEV_WAIT_UP + 1 is late or empty, just above where polls start to
- * wait, whatever the server's speed (a slow handler makes every first poll empty until the
- * delay covers it).  DEV_WAIT_UP 8 rather than 4 (one in 9 rather than one in 5): round trips
- * 0.06-0.14 us shorter on an H200 (medians of 20 and 12 alternating runs).  User bits: 0..8 the
- * delay in units, 9..15 the fastest poll in units of DEV_RTT_UNIT cycles (0: none yet).  Capped at
- * DEV_WAIT_MAX units (about 2 us): a slow handler costs at most that much more than polling at
- * once.  Elsewhere: rpc_client_recv.
+ * port (device_wait.h: why and how) and kept in the port's user bits.  Elsewhere:
+ * rpc_client_recv.
  */
-#ifndef DEV_WAIT_UNIT /* rpc_phases builds variants */
-#define DEV_WAIT_UNIT 8u
-#endif
-#ifndef DEV_WAIT_UP
-#define DEV_WAIT_UP 8u
-#endif
-#define DEV_WAIT_MAX 511u
-#define DEV_RTT_UNIT 64u
-#define DEV_RTT_MAX 127u
-#ifndef DEV_RTT_MARGIN
-#define DEV_RTT_MARGIN 6u
-#endif
-
 static DEV_INLINE void dev_await_head(struct rpc_client *client, rpc_port_t *port)
 {
 #if defined(RPC_ARCH_NVPTX)
-    uint32_t user = rpc_port_user(port), units = user & DEV_WAIT_MAX, fast = user >> 9;
-    dev_spin_cycles((uint64_t)units * DEV_WAIT_UNIT);
+    uint32_t user = rpc_port_user(port);
+    bool explore = dev_wait_explores(rpc_port_seq(port));
+    uint64_t wait = dev_wait_cycles(user, explore);
+#if defined(DEV_FIXED_WAIT) /* test/cuda/probe/rpc_phases variants: no learning */
+    wait = (uint64_t)DEV_FIXED_WAIT * DEV_WAIT_UNIT;
+#endif
+    dev_spin_cycles(wait);
 #if defined(TETHER_DEVICE_PROFILE)
-    tether_device_profile_delay((uint64_t)units * DEV_WAIT_UNIT);
+    tether_device_profile_delay(wait);
 #endif
     uint64_t t0 = __nvvm_read_ptx_sreg_clock64();
     bool hit = rpc_client_try_recv(client, port, NULL, (void *)0);
-    uint64_t took = (__nvvm_read_ptx_sreg_clock64() - t0) / DEV_RTT_UNIT;
-    uint32_t poll = took == 0 ? 1u : took > DEV_RTT_MAX ? DEV_RTT_MAX : (uint32_t)took;
-    if (!hit) {
+    uint64_t took = __nvvm_read_ptx_sreg_clock64() - t0;
+    if (!hit)
         rpc_client_recv(client, port, NULL, (void *)0);
-        units += DEV_WAIT_UP;
-    } else if (fast != 0 && poll > fast + DEV_RTT_MARGIN) {
-        units += DEV_WAIT_UP;       /* the answer was there, the poll waited: too early */
-        fast += fast < DEV_RTT_MAX; /* and the fastest poll may have been a lucky one */
-    } else {
-        units -= units > 0;
-        fast = fast == 0 || poll < fast ? poll : fast;
-    }
-    if (units > DEV_WAIT_MAX)
-        units = DEV_WAIT_MAX;
-    rpc_port_set_user(port, units | fast << 9);
+    rpc_port_set_user(port, dev_wait_next(user, explore, hit, took));
 #else
     rpc_client_recv(client, port, NULL, (void *)0);
 #endif

@@ -18,7 +18,38 @@
 #pragma omp declare target
 void prof_reset(uint64_t delay_ns);
 uint64_t prof_read(int k);
+uint32_t prof_hist_read(int h, int k);
 #pragma omp end declare target
+
+#define HIST_BUCKET 128 /* cycles, as PROF_BUCKET in rpc_phases_lib.c */
+#define HIST_BUCKETS 128
+
+/* Percentiles of histogram h (cycles, bucket upper bounds) and its shape in 0.5 us steps. */
+static void print_hist(const char *what, const uint32_t *hist)
+{
+    uint64_t n = 0, acc = 0;
+    for (int k = 0; k < HIST_BUCKETS; k++)
+        n += hist[k];
+    if (n == 0)
+        return;
+    static const double pct[] = {0.10, 0.50, 0.90, 0.97, 0.99};
+    printf("rpc_phases: %s, %llu samples, cycles at", what, (unsigned long long)n);
+    int p = 0;
+    for (int k = 0; k < HIST_BUCKETS && p < 5; k++) {
+        acc += hist[k];
+        while (p < 5 && (double)acc >= pct[p] * (double)n)
+            printf(" p%.0f %d", pct[p++] * 100, (k + 1) * HIST_BUCKET);
+    }
+    printf("\nrpc_phases:   per 0.5 us (990 cycles):");
+    for (int lo = 0; lo < HIST_BUCKETS * HIST_BUCKET; lo += 990) {
+        uint64_t c = 0;
+        for (int k = 0; k < HIST_BUCKETS; k++)
+            if (k * HIST_BUCKET >= lo && k * HIST_BUCKET < lo + 990)
+                c += hist[k];
+        printf(" %.1f%%", 100.0 * (double)c / (double)n);
+    }
+    printf("\n");
+}
 
 static tether_status_t echo(void *user, const struct tether_rpc_request *req,
                             struct tether_rpc_reply *reply)
@@ -30,8 +61,9 @@ static tether_status_t echo(void *user, const struct tether_rpc_request *req,
 static int run(uint64_t delay_ns)
 {
     uint64_t ns = 0, bad = 0, cycles[10] = {0};
+    uint32_t hist[2][HIST_BUCKETS] = {{0}};
     for (int pass = 0; pass < 2; pass++) {
-#pragma omp target map(tofrom : ns, bad) map(from : cycles)
+#pragma omp target map(tofrom : ns, bad) map(from : cycles, hist)
         {
             prof_reset(delay_ns);
             uint64_t t0 = 0, t1 = 0;
@@ -54,6 +86,10 @@ static int run(uint64_t delay_ns)
             ns = t1 - t0;
             for (int k = 0; k < 10; k++)
                 cycles[k] = prof_read(k);
+            for (int k = 0; k < HIST_BUCKETS; k++) {
+                hist[0][k] = prof_hist_read(0, k);
+                hist[1][k] = prof_hist_read(1, k);
+            }
         }
     }
     uint64_t total =
@@ -77,6 +113,8 @@ static int run(uint64_t delay_ns)
         printf("rpc_phases: %-36s %8.0f cycles per call (%4.1f%%)\n", names[k],
                (double)cycles[k] / ROUNDS, 100.0 * (double)cycles[k] / (double)(total ? total : 1));
     }
+    print_hist("call to call", hist[0]);
+    print_hist("send to answer (delay + poll)", hist[1]);
     /* The phases cover the whole loop, so cycles over nanoseconds is the SM clock. */
     printf("rpc_phases: all phases %8.0f cycles per call (%.2f cycles per globaltimer ns)\n",
            (double)total / ROUNDS, ns ? (double)total / (double)ns : 0.0);

@@ -21,6 +21,19 @@ void tether_device_profile_poll(void);
 static __attribute__((address_space(3))) uint64_t prof_cycles[10];
 static __attribute__((address_space(3))) uint64_t prof_last;
 static __attribute__((address_space(3))) uint64_t prof_delay;
+/* Histograms in buckets of PROF_BUCKET cycles: [0] the time from one call's entry to the next's
+ * (mark 8 to mark 8), [1] the wait for the answer's head (mark 2 to mark 5, the learnt delay
+ * included). */
+#define PROF_BUCKET 128u
+#define PROF_BUCKETS 128u
+static __attribute__((address_space(3))) uint32_t prof_hist[2][PROF_BUCKETS];
+static __attribute__((address_space(3))) uint64_t prof_entry, prof_sent;
+
+static void prof_count(int h, uint64_t cycles)
+{
+    uint64_t b = cycles / PROF_BUCKET;
+    prof_hist[h][b < PROF_BUCKETS ? b : PROF_BUCKETS - 1]++;
+}
 
 static uint64_t prof_ns(void)
 {
@@ -36,6 +49,15 @@ void tether_device_profile_mark(int phase)
     /* Mark 8 (the library's entry has read its configuration) closes phase 8, from the previous
      * call's end; mark 0 (the packet is built, the port not yet opened) closes phase 6. */
     int slot = phase > 0 ? phase : 6;
+    if (phase == 8) {
+        if (prof_entry != 0)
+            prof_count(0, t - prof_entry);
+        prof_entry = t;
+    } else if (phase == 2) {
+        prof_sent = t;
+    } else if (phase == 5) {
+        prof_count(1, t - prof_sent);
+    }
     if (prof_last != 0)
         prof_cycles[slot] += t - prof_last;
     prof_last = t;
@@ -64,6 +86,14 @@ void prof_reset(uint64_t delay_ns)
         prof_cycles[k] = 0;
     prof_last = 0;
     prof_delay = delay_ns;
+    prof_entry = prof_sent = 0;
+    for (unsigned k = 0; k < PROF_BUCKETS; k++)
+        prof_hist[0][k] = prof_hist[1][k] = 0;
+}
+
+uint32_t prof_hist_read(int h, int k)
+{
+    return prof_hist[h][k];
 }
 
 uint64_t prof_read(int k)
@@ -78,6 +108,13 @@ void prof_reset(uint64_t delay_ns)
 
 uint64_t prof_read(int k)
 {
+    (void)k;
+    return 0;
+}
+
+uint32_t prof_hist_read(int h, int k)
+{
+    (void)h;
     (void)k;
     return 0;
 }
