@@ -22,10 +22,14 @@
  * call in DEV_EXPLORE only (its seq a multiple of DEV_EXPLORE), which polls first at E: a miss
  * there, or a hit slower than the port's fastest poll by more than DEV_RTT_MARGIN units
  * (issued too early, it waited), moves E up by DEV_WAIT_UP; a hit in time moves it down by one.
- * Every other call polls first at E + DEV_WAIT_MARGIN, where it rarely comes too early; if it
- * does, E moves up by one, so that a slower server or handler is followed between
- * explorations too, while the server's own misses (a few percent at any delay) cannot outweigh
- * the explorations' steps down.  Units: DEV_WAIT_UNIT SM cycles.
+ * Every other call polls first at E + DEV_WAIT_MARGIN, where it rarely comes too early, and
+ * moves nothing: counting its slow hits as early (polls in time vary by a few hundred cycles)
+ * drove E up to its cap (seen on an H200: 3.05 us round trips), and counting its misses (the
+ * server's own, a few percent at any delay) let E drift up where those come at 6%
+ * (test/services/test_dev_wait.c models both).  A slower server or handler is followed by the
+ * explorations alone: a 1 us slower one within about 250 calls.  A slow hit of any call raises
+ * the fastest poll by a unit, a faster hit lowers it to its own time.  Units: DEV_WAIT_UNIT SM
+ * cycles.
  *
  * The port's user bits (rpc_port_user): 0..8 E in units (at most DEV_WAIT_MAX, about 2 us: a
  * slow handler costs at most that much more than polling at once), 9..15 the port's fastest
@@ -77,13 +81,13 @@ static inline uint32_t dev_wait_next(uint32_t user, bool explore, bool hit, uint
     uint32_t units = user & DEV_WAIT_MAX, fast = (user >> 9) & DEV_RTT_MAX;
     uint64_t t = took / DEV_RTT_UNIT;
     uint32_t poll = t == 0 ? 1u : t > DEV_RTT_MAX ? DEV_RTT_MAX : (uint32_t)t;
-    if (!hit || (fast != 0 && poll > fast + DEV_RTT_MARGIN)) {
-        units += explore ? DEV_WAIT_UP : 1u;
-        fast += hit && explore && fast < DEV_RTT_MAX; /* the fastest may have been lucky */
-    } else {
-        units -= explore && units > 0;
-        fast = fast == 0 || poll < fast ? poll : fast;
-    }
+    bool slow = hit && fast != 0 && poll > fast + DEV_RTT_MARGIN;
+    if (explore)
+        units = !hit || slow ? units + DEV_WAIT_UP : units - (units > 0);
+    if (slow)
+        fast += fast < DEV_RTT_MAX; /* the fastest poll may have been a lucky one */
+    else if (hit && (fast == 0 || poll < fast))
+        fast = poll;
     if (units > DEV_WAIT_MAX)
         units = DEV_WAIT_MAX;
     return units | fast << 9;
