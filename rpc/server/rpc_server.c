@@ -682,13 +682,6 @@ static void hot_copy(struct rpc_buffer *buffer, uint32_t lane, void *arg)
     memcpy(arg, buffer->data, RPC_BUFFER_SIZE);
 }
 
-/* rpc_server_try_send's callback: the answer's one packet (a message of one unit). */
-static void hot_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
-{
-    (void)lane;
-    msg_produce(arg, (unsigned char *)buffer->data);
-}
-
 /*
  * A call just opened on a hot port: a user opcode from one lane whose request is one packet and
  * whose answer fits in the head (test/cuda/omp/rpc.c's shape, a device thread's typical call)
@@ -725,9 +718,10 @@ static bool hot_call(struct tether_rpc_server *srv, struct srv_call *call, rpc_p
     if (ran && tether_rpc_inline_pack(status, bytes, n, head)) {
         if (srv->timing)
             seen_t = timing_opened(srv, index, open_t);
-        srv_answer_set(&call->tx[0], status, bytes, n);
+        /* The head is the whole answer: the device library reads no buffer then, so none is
+         * written (the call's head sooner by the packet's encoding and copy). */
         rpc_port_set_head(&port, head[0], head[1]);
-        rpc_server_try_send(&srv->rpc, &port, hot_fill, &call->tx[0]); /* still owned */
+        rpc_server_try_send(&srv->rpc, &port, NULL, NULL); /* still owned */
         if (srv->timing)
             timing_answered(srv, seen_t);
         rpc_server_close(&srv->rpc, &port);
