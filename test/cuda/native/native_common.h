@@ -1,5 +1,5 @@
 /*
- * native_common.h - error checks for the CUDA native baselines.
+ * native_common.h - error checks for the CUDA native baselines and probes.
  */
 #ifndef TETHER_TEST_CUDA_NATIVE_COMMON_H
 #define TETHER_TEST_CUDA_NATIVE_COMMON_H
@@ -28,5 +28,15 @@
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
+
+#if defined(__CUDACC__)
+/* The GPU's global timer in ns (probes time loops on the device with it). */
+__device__ __forceinline__ unsigned long long native_gtime(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
 
 #endif /* TETHER_TEST_CUDA_NATIVE_COMMON_H */

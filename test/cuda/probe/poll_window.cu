@@ -29,14 +29,7 @@
 
 #include <cuda_runtime.h>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));            \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "../native/native_common.h"
 
 #define ROUNDS 20000u
 #define WARM 1000u
@@ -63,13 +56,6 @@ struct config {
     unsigned delta; /* call2: the answer also in the next line, polled this many cycles later */
 };
 
-__device__ __forceinline__ unsigned long long gtime(void)
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 __device__ __forceinline__ void spin(unsigned cycles)
 {
     long long t0 = clock64();
@@ -88,7 +74,7 @@ __global__ void client(unsigned char *area, struct config c, unsigned long long 
     unsigned long long t0 = 0;
     for (unsigned i = 1; i <= ROUNDS; i++) {
         if (i == WARM + 1)
-            t0 = gtime();
+            t0 = native_gtime();
         if (c.shape == RAW || c.shape == RAW_VOL) {
             unsigned *ans = (unsigned *)(area + c.head), v;
             *(volatile unsigned *)(area + c.flag) = i;
@@ -165,7 +151,7 @@ __global__ void client(unsigned char *area, struct config c, unsigned long long 
             asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(lock), "l"(old & ~1ull)
                          : "memory");
     }
-    out[0] = gtime() - t0;
+    out[0] = native_gtime() - t0;
 }
 
 __global__ void pong(volatile unsigned *ping, volatile unsigned *reply, unsigned rounds)
@@ -247,7 +233,7 @@ static double host_started(struct shared *h, volatile unsigned *dev_ping)
 {
     h->ping[0] = h->ping[1] = 0;
     pong<<<1, 1>>>(dev_ping, dev_ping + 1, ROUNDS);
-    CHECK(cudaGetLastError());
+    RT_CHECK(cudaGetLastError());
     double t0 = 0;
     for (unsigned i = 1; i <= ROUNDS; i++) {
         if (i == WARM + 1)
@@ -257,7 +243,7 @@ static double host_started(struct shared *h, volatile unsigned *dev_ping)
             ;
     }
     double per = (now_us() - t0) / (ROUNDS - WARM);
-    CHECK(cudaDeviceSynchronize());
+    RT_CHECK(cudaDeviceSynchronize());
     return per;
 }
 
@@ -290,12 +276,12 @@ int main(int argc, char **argv)
 
     struct shared *h, *d;
     unsigned long long *out, *lock;
-    CHECK(cudaSetDevice(0));
-    CHECK(cudaHostAlloc((void **)&h, sizeof *h, cudaHostAllocMapped));
-    CHECK(cudaHostGetDevicePointer((void **)&d, h, 0));
-    CHECK(cudaMallocManaged((void **)&out, 8 * sizeof *out));
-    CHECK(cudaMalloc((void **)&lock, sizeof *lock));
-    CHECK(cudaMemset(lock, 0, sizeof *lock));
+    RT_CHECK(cudaSetDevice(0));
+    RT_CHECK(cudaHostAlloc((void **)&h, sizeof *h, cudaHostAllocMapped));
+    RT_CHECK(cudaHostGetDevicePointer((void **)&d, h, 0));
+    RT_CHECK(cudaMallocManaged((void **)&out, 8 * sizeof *out));
+    RT_CHECK(cudaMalloc((void **)&lock, sizeof *lock));
+    RT_CHECK(cudaMemset(lock, 0, sizeof *lock));
     double sum[64] = {0}, base_sum = 0;
     for (int r = 0; r < outer; r++) {
         double base = host_started(h, (volatile unsigned *)d->ping);
@@ -305,12 +291,12 @@ int main(int argc, char **argv)
             memset(h->area, 0, sizeof h->area);
             out[0] = out[1] = out[2] = 0;
             client<<<1, 1>>>(d->area, cfg[k], lock, out);
-            CHECK(cudaGetLastError());
+            RT_CHECK(cudaGetLastError());
             if (serve(h->area, &cfg[k]) != 0) {
                 fprintf(stderr, "poll_window: %s: no request from the GPU\n", cfg[k].what);
                 return 1;
             }
-            CHECK(cudaDeviceSynchronize());
+            RT_CHECK(cudaDeviceSynchronize());
             double us = out[0] / 1e3 / (ROUNDS - WARM);
             sum[k] += us;
             printf("poll_window: round %d: %-11s %-26s d%-5u %.3f us (%.2fx), %.1f%% empty, "
