@@ -59,8 +59,7 @@ __device__ __forceinline__ void red_xor(unsigned *p, unsigned v)
     asm volatile("red.sys.xor.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// ---- primitives, timed on the GPU
-// ----------------------------------------------------------------
+// ---- primitives, timed on the GPU ----------------------------------------------------------------
 
 #define N 2000
 
@@ -146,30 +145,30 @@ __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long l
     TIME(11, for (int k = 0; k < 8; k++) x += vh[32 + k + (x & 1) * 8]);
     TIME(12, *(volatile unsigned *)flag = i);
     TIME(13, asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(flag), "r"(i) : "memory"));
-    TIME(14, unsigned old; asm volatile("atom.acquire.gpu.global.or.b32 %0, [%1], 1;"
-                                        : "=r"(old)
-                                        : "l"(dev_word)
-                                        : "memory");
-         x += old; asm volatile("red.release.gpu.global.and.b32 [%0], 0xfffffffe;" ::"l"(dev_word)
-                                : "memory"));
-    TIME(15, unsigned v; asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
-                                      : "=r"(v)
-                                      : "l"(&h->scratch[24 + (x & 1)])
-                                      : "memory");
+    TIME(14, unsigned old;
+         asm volatile("atom.acquire.gpu.global.or.b32 %0, [%1], 1;"
+                      : "=r"(old)
+                      : "l"(dev_word)
+                      : "memory");
+         x += old;
+         asm volatile("red.release.gpu.global.and.b32 [%0], 0xfffffffe;" ::"l"(dev_word) : "memory"));
+    TIME(15, unsigned v;
+         asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+                      : "=r"(v)
+                      : "l"(&h->scratch[24 + (x & 1)])
+                      : "memory");
          x += v);
     TIME(16, red_xor(flag, 1); for (int k = 0; k < 4; k++) store16(&h->scratch[2 * k], i, k));
     TIME(17, x += load64(h, x, LOAD_WEAK));
     TIME(18, x += load64(h, x, LOAD_CV));
     TIME(19, load16_cv(&h->scratch[32 + (x & 1) * 8], &a, &b); x += a + b);
-    TIME(20, red_xor(flag, 1); asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i)
-                                            : "memory"));
-    TIME(21, red_xor(flag, 1); asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i)
-                                            : "memory"));
+    TIME(20, red_xor(flag, 1);
+         asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory"));
+    TIME(21, red_xor(flag, 1);
+         asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory"));
     TIME(22, asm volatile("red.sys.add.u32 [%0], 1;" ::"l"(flag) : "memory"));
-    TIME(23, unsigned old; asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 0;"
-                                        : "=r"(old)
-                                        : "l"(dev_word)
-                                        : "memory");
+    TIME(23, unsigned old;
+         asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 0;" : "=r"(old) : "l"(dev_word) : "memory");
          x += old);
     TIME(24, asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"(i) : "memory"));
     TIME(25, client_work(h, dev_word, i, true, &x));
@@ -178,49 +177,45 @@ __global__ void primitives(struct shared *h, unsigned *dev_word, unsigned long l
     /* Do a thread's strong loads overlap when they go to different lines?  Four 16-byte
      * volatile loads of four lines (scratch[0], [8], [16], [24] with scratch 64-byte aligned),
      * issued together; the next round's addresses depend on their sum. */
-    TIME(
-        28, unsigned long long s = 0; for (int k = 0; k < 4; k++) {
-            load16(&h->scratch[8 * k + 2 * (x & 1)], &a, &b);
-            s += a + b;
-        } x += s);
-    TIME(
-        29, unsigned long long s = 0; for (int k = 0; k < 4; k++) {
-            load16_acquire(&h->scratch[8 * k + 2 * (x & 1)], &a, &b);
-            s += a + b;
-        } x += s);
+    TIME(28, unsigned long long s = 0; for (int k = 0; k < 4; k++) {
+        load16(&h->scratch[8 * k + 2 * (x & 1)], &a, &b);
+        s += a + b;
+    } x += s);
+    TIME(29, unsigned long long s = 0; for (int k = 0; k < 4; k++) {
+        load16_acquire(&h->scratch[8 * k + 2 * (x & 1)], &a, &b);
+        s += a + b;
+    } x += s);
     /* Does an acquire or release empty the constant cache?  Each followed by a constant load
      * whose value the next step uses. */
     TIME(30, x += ld_const());
-    TIME(31, unsigned old; asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 0;"
-                                        : "=r"(old)
-                                        : "l"(dev_word)
-                                        : "memory");
+    TIME(31, unsigned old;
+         asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 0;" : "=r"(old) : "l"(dev_word) : "memory");
          x += old + ld_const());
-    TIME(32, asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)x)
-                          : "memory");
+    TIME(32, asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)x) : "memory");
          x += ld_const());
-    TIME(33, unsigned v; asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
-                                      : "=r"(v)
-                                      : "l"(&h->scratch[24 + (x & 1)])
-                                      : "memory");
+    TIME(33, unsigned v;
+         asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+                      : "=r"(v)
+                      : "l"(&h->scratch[24 + (x & 1)])
+                      : "memory");
          x += v + ld_const());
     out[39] = x;
 }
 
-// ---- round trips
-// ---------------------------------------------------------------------------------
+// ---- round trips ---------------------------------------------------------------------------------
 
-// shape 0: raw flags.  1: rpc.h today (64-byte packet, fence, flip; wait flip, fence, read 64
-// bytes). 2: request as today, answer tagged (tag in the high half of every 8-byte word; the GPU
-// polls the answer itself).  3: both tagged: the GPU stores a tagged packet and flips with no
-// fence; the host, seeing the flip, polls the packet's tags. 11, 12: the short-call shape: a device
-// lock (atom.acquire.gpu), a tagged request of four 16-byte stores, a plain flag store, a 16-byte
-// volatile answer poll, then the unlock as st.release.gpu (11) or st.relaxed.gpu (12). 13: as 11
-// with the answer polled by ld.acquire.sys (what the device library does). 14: as 11 with volatile
-// polls, then one fence.acq_rel.sys (the acquire pattern for the answer and the release pattern for
-// the unlock at once), then the unlock as st.relaxed.gpu. 15, 16, 17: as 14, the host writing the
-// answer into 2, 4 or 8 lines and the GPU keeping one volatile load of each in flight, so that a
-// load reaches host memory more often.
+// shape 0: raw flags.  1: rpc.h today (64-byte packet, fence, flip; wait flip, fence, read 64 bytes).
+// 2: request as today, answer tagged (tag in the high half of every 8-byte word; the GPU polls the
+// answer itself).  3: both tagged: the GPU stores a tagged packet and flips with no fence; the
+// host, seeing the flip, polls the packet's tags.
+// 11, 12: the short-call shape: a device lock (atom.acquire.gpu), a tagged request of four
+// 16-byte stores, a plain flag store, a 16-byte volatile answer poll, then the unlock as
+// st.release.gpu (11) or st.relaxed.gpu (12).
+// 13: as 11 with the answer polled by ld.acquire.sys (what the device library does).
+// 14: as 11 with volatile polls, then one fence.acq_rel.sys (the acquire pattern for the answer and
+// the release pattern for the unlock at once), then the unlock as st.relaxed.gpu.
+// 15, 16, 17: as 14, the host writing the answer into 2, 4 or 8 lines and the GPU keeping one
+// volatile load of each in flight, so that a load reaches host memory more often.
 __device__ __forceinline__ bool tagged(unsigned long long a, unsigned long long b,
                                        unsigned long long tag)
 {
@@ -262,19 +257,15 @@ __global__ void client(struct shared *h, int shape, unsigned *dev_word, unsigned
         unsigned long long sum = 0;
         if (shape >= 11) {
             unsigned old;
-            asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 1;"
-                         : "=r"(old)
-                         : "l"(dev_word)
-                         : "memory");
+            asm volatile("atom.acquire.gpu.or.b32 %0, [%1], 1;" : "=r"(old) : "l"(dev_word) : "memory");
             unsigned long long tag = (unsigned long long)i << 32;
             for (int k = 0; k < 4; k++)
                 store16(&h->req[2 * k], tag | (2 * k) | (old & 1), tag | (2 * k + 1));
             *(volatile unsigned *)&h->req_flag = i;
             unsigned long long a, b;
             if (shape >= 15) {
-                a = shape == 15   ? poll_copies<2>(h, tag)
-                    : shape == 16 ? poll_copies<4>(h, tag)
-                                  : poll_copies<8>(h, tag);
+                a = shape == 15 ? poll_copies<2>(h, tag)
+                                : shape == 16 ? poll_copies<4>(h, tag) : poll_copies<8>(h, tag);
                 b = a;
             } else
                 do
@@ -287,11 +278,9 @@ __global__ void client(struct shared *h, int shape, unsigned *dev_word, unsigned
             if (shape >= 14)
                 fence_acq_rel_sys();
             if (shape == 11 || shape == 13)
-                asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)(a & 0))
-                             : "memory");
+                asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)(a & 0)) : "memory");
             else
-                asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)(a & 0))
-                             : "memory");
+                asm volatile("st.relaxed.gpu.u32 [%0], %1;" ::"l"(dev_word), "r"((unsigned)(a & 0)) : "memory");
         } else if (shape == 0) {
             *(volatile unsigned *)&h->req_flag = i;
             while (*(volatile unsigned *)&h->ans_flag != i)
@@ -339,7 +328,8 @@ __global__ void client(struct shared *h, int shape, unsigned *dev_word, unsigned
                         load16_acquire(&h->ans[0], &w[0], &w[1]);
                     for (int k = 2; k < 8; k++)
                         w[k] = tag;
-                } else if (shape == 4)
+                }
+                else if (shape == 4)
                     for (int k = 0; k < 4; k++)
                         load16_relaxed(&h->ans[2 * k], &w[2 * k], &w[2 * k + 1]);
                 else if (shape == 5)
@@ -438,60 +428,56 @@ int main(void)
     primitives<<<1, 1>>>(d, dev_word, out);
     RT_CHECK(cudaDeviceSynchronize());
     const char *names[34] = {"fence.acq_rel.sys, nothing outstanding",
-                             "64-byte store to host + fence.acq_rel.sys",
-                             "64-byte store to host",
-                             "red.sys.xor on host memory",
-                             "dependent 8-byte load of host memory",
-                             "dependent 64-byte load of host memory (4 x 16)",
-                             "device lock + unlock (atom + membar.gl, twice)",
-                             "64-byte store to host + fence.sc.sys",
-                             "dependent 64-byte load, 4 x 16 ld.relaxed.sys",
-                             "fence.acq_rel.sys + 4 x 16 weak loads",
-                             "dependent 16-byte volatile load",
-                             "dependent 64-byte load, 8 x 8 volatile",
-                             "st.volatile.u32 to host",
-                             "st.release.sys.u32 to host",
-                             "device lock + unlock, atom.acquire/red.release",
-                             "dependent ld.acquire.sys.u32 of host",
-                             "red.sys.xor + 64-byte store",
-                             "4 x 16 weak loads, no fence (L1?)",
-                             "dependent 64-byte load, 4 x 16 ld.global.cv",
-                             "dependent 16-byte ld.global.cv",
-                             "red.sys.xor + st.release.gpu (device)",
-                             "red.sys.xor + st.relaxed.gpu (device)",
-                             "red.sys.add.u32 on host memory",
-                             "atom.acquire.gpu.or (device)",
-                             "st.release.gpu (device)",
-                             "client work: lock..red..unlock",
-                             "client work, st flag instead of red",
-                             "fence.acq_rel.gpu",
-                             "4 x 16-byte volatile loads of 4 lines",
-                             "4 x 16-byte ld.acquire.sys of 4 lines",
-                             "ld.const (same line)",
-                             "atom.acquire.gpu + ld.const",
-                             "st.release.gpu + ld.const",
-                             "ld.acquire.sys of host + ld.const"};
+                            "64-byte store to host + fence.acq_rel.sys",
+                            "64-byte store to host",
+                            "red.sys.xor on host memory",
+                            "dependent 8-byte load of host memory",
+                            "dependent 64-byte load of host memory (4 x 16)",
+                            "device lock + unlock (atom + membar.gl, twice)",
+                            "64-byte store to host + fence.sc.sys",
+                            "dependent 64-byte load, 4 x 16 ld.relaxed.sys",
+                            "fence.acq_rel.sys + 4 x 16 weak loads",
+                            "dependent 16-byte volatile load",
+                            "dependent 64-byte load, 8 x 8 volatile",
+                            "st.volatile.u32 to host",
+                            "st.release.sys.u32 to host",
+                            "device lock + unlock, atom.acquire/red.release",
+                            "dependent ld.acquire.sys.u32 of host",
+                            "red.sys.xor + 64-byte store",
+                            "4 x 16 weak loads, no fence (L1?)",
+                            "dependent 64-byte load, 4 x 16 ld.global.cv",
+                            "dependent 16-byte ld.global.cv",
+                            "red.sys.xor + st.release.gpu (device)",
+                            "red.sys.xor + st.relaxed.gpu (device)",
+                            "red.sys.add.u32 on host memory",
+                            "atom.acquire.gpu.or (device)",
+                            "st.release.gpu (device)",
+                            "client work: lock..red..unlock",
+                            "client work, st flag instead of red",
+                            "fence.acq_rel.gpu",
+                            "4 x 16-byte volatile loads of 4 lines",
+                            "4 x 16-byte ld.acquire.sys of 4 lines",
+                            "ld.const (same line)",
+                            "atom.acquire.gpu + ld.const",
+                            "st.release.gpu + ld.const",
+                            "ld.acquire.sys of host + ld.const"};
     for (int k = 0; k < 34; k++)
         printf("link_costs: %-48s %7.3f us\n", names[k], out[k] / 1e3 / N);
 
-    const char *shapes[18] = {"raw flag ping-pong",
-                              "rpc.h: packet, fence, flip / flip, fence, read",
-                              "tagged answer (request as rpc.h)",
-                              "tagged request and answer",
-                              "tagged, st flag, ld.relaxed.sys answer",
-                              "tagged, st flag, 8 x 8 answer",
-                              "tagged, st flag, 4 x 16 ld.cv answer",
-                              "tagged, st flag, 16-byte answer",
-                              "tagged, st flag, 16-byte ld.acquire answer",
-                              "rpc.h request, 16-byte ld.acquire answer",
-                              "fence + st flag, 16-byte ld.acquire answer",
-                              "lock, tagged, st flag, 16-byte answer, st.release",
-                              "lock, tagged, st flag, 16-byte answer, st.relaxed",
-                              "as 11, answer by ld.acquire.sys",
-                              "as 11, volatile polls, fence.sys, st.relaxed",
-                              "as 14, answer in 2 lines, polled together",
-                              "as 14, answer in 4 lines, polled together",
-                              "as 14, answer in 8 lines, polled together"};
+    const char *shapes[18] = {"raw flag ping-pong", "rpc.h: packet, fence, flip / flip, fence, read",
+                             "tagged answer (request as rpc.h)", "tagged request and answer",
+                             "tagged, st flag, ld.relaxed.sys answer", "tagged, st flag, 8 x 8 answer",
+                             "tagged, st flag, 4 x 16 ld.cv answer", "tagged, st flag, 16-byte answer",
+                             "tagged, st flag, 16-byte ld.acquire answer",
+                             "rpc.h request, 16-byte ld.acquire answer",
+                             "fence + st flag, 16-byte ld.acquire answer",
+                             "lock, tagged, st flag, 16-byte answer, st.release",
+                             "lock, tagged, st flag, 16-byte answer, st.relaxed",
+                             "as 11, answer by ld.acquire.sys",
+                             "as 11, volatile polls, fence.sys, st.relaxed",
+                             "as 14, answer in 2 lines, polled together",
+                             "as 14, answer in 4 lines, polled together",
+                             "as 14, answer in 8 lines, polled together"};
     for (int shape = 0; shape < 18; shape++) {
         memset(h, 0, sizeof *h);
         out[0] = out[1] = out[2] = 0;
