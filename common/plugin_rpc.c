@@ -25,13 +25,17 @@
  *                             host, 256 MiB on GPUs: the first chunks the device asks for come
  *                             without a driver call; beyond it the server allocates while
  *                             kernels run, see docs/rpc-services.md section 10)
+ *   TETHER_RPC_NEAR           0: do not place small grids' ports near their SM's L2 partition
+ *                             (default 1 where the backend has l2_probe: CUDA)
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "plugin_state.h"
 #include "tether/rpc.h"
+#include "../rpc/device/device_client.h"
 
 struct rpc_image_server {
     tether_rpc_server_t *srv;
@@ -103,6 +107,49 @@ static tether_status_t thread_attach_cb(void *ctx, struct tether_error *err)
     return dev->plugin->ops->thread_attach(dev, err);
 }
 
+/*
+ * Near windows (device_client.h): times, from each SM, the pages of state words that small
+ * grids' ports use and records in the client which one each SM reaches fastest.  Best effort:
+ * where the backend has no probe, it fails, or the ports are too few, every SM keeps window 0
+ * (the ports of before), and the image loads all the same.
+ */
+static void rpc_near(struct plugin_device *dev, uint64_t global, uint32_t ports,
+                     struct tether_rpc_device_client *client)
+{
+    const struct plugin_ops *ops = dev->plugin->ops;
+    if (ops->l2_probe == NULL || plugin_env_int("TETHER_RPC_NEAR", 1) == 0)
+        return;
+    uint64_t words = global + offsetof(struct tether_rpc_device_client, locks);
+    uint32_t base = (uint32_t)((4096 - words % 4096) % 4096 / sizeof(rpc_state_t));
+    if ((uint64_t)base + TETHER_RPC_NEAR_WINDOWS * TETHER_RPC_NEAR_SPAN > ports)
+        return;
+    uint32_t cycles[TETHER_RPC_NEAR_SMS * TETHER_RPC_NEAR_WINDOWS];
+    uint32_t sms = 0;
+    struct tether_error err = {""};
+    if (ops->l2_probe(dev, words + base * sizeof(rpc_state_t), TETHER_RPC_NEAR_WINDOWS,
+                      TETHER_RPC_NEAR_SPAN * sizeof(rpc_state_t), cycles, TETHER_RPC_NEAR_SMS, &sms,
+                      &err) != TETHER_OK) {
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+                   "rpc: L2 probe failed, ports not placed near SMs: %s", err.msg);
+        return;
+    }
+    uint32_t count[TETHER_RPC_NEAR_WINDOWS];
+    uint32_t timed = tether_rpc_near_choose(client->near, cycles, sms, count);
+    uint64_t first = 0, chosen = 0;
+    for (uint32_t sm = 0; sm < sms; sm++) {
+        const uint32_t *c = cycles + (size_t)sm * TETHER_RPC_NEAR_WINDOWS;
+        first += c[0];
+        chosen += c[tether_rpc_near_window(client->near, sm)];
+    }
+    client->flags |= TETHER_RPC_CLIENT_NEAR | base << 16;
+    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN) && timed != 0)
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+                   "rpc: small grids' ports near their SM: %u SMs on windows 0-3: %u/%u/%u/%u; "
+                   "a port lock %llu cycles on average (window 0 for all: %llu)",
+                   timed, count[0], count[1], count[2], count[3],
+                   (unsigned long long)(chosen / timed), (unsigned long long)(first / timed));
+}
+
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,
                                   struct tether_error *err)
 {
@@ -154,6 +201,8 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     }
     rc = tether_rpc_server_client_bytes(node->srv, (uint64_t)(uintptr_t)global, buf,
                                         tether_rpc_client_size());
+    if (rc == TETHER_OK && !host)
+        rpc_near(dev, (uint64_t)(uintptr_t)global, ports, (struct tether_rpc_device_client *)buf);
     if (rc == TETHER_OK)
         rc = ops->memcpy_h2d(dev, global, buf, tether_rpc_client_size(), NULL, NULL, err);
     if (rc == TETHER_OK) {

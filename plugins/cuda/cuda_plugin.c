@@ -641,4 +641,5 @@ const struct plugin_ops plugin_backend_ops = {
     .kernel_lookup = cuda_kernel_lookup,
     .kernel_release = cuda_kernel_release,
     .launch = cuda_launch,
+    .l2_probe = cuda_l2_probe,
 };

@@ -103,6 +103,11 @@ static inline struct cuda_device *cuda_device_of(struct plugin_device *dev)
 /* Make the device's primary context current on the calling thread. */
 tether_status_t cuda_ctx_enter(struct cuda_device *cd, struct tether_error *err);
 
+/* cuda_l2.c: plugin_ops.l2_probe. */
+tether_status_t cuda_l2_probe(struct plugin_device *dev, uint64_t addr, uint32_t windows,
+                              uint32_t stride, uint32_t *cycles, uint32_t max_sms, uint32_t *sms_p,
+                              struct tether_error *err);
+
 /* Borrow an idle stream of the device (creating one when the pool is empty) / give it back.
  * cuda_stream_put() destroys the stream instead when `broken` (it saw an error). */
 tether_status_t cuda_stream_get(struct cuda_device *cd, CUstream *stream_p,

@@ -245,18 +245,35 @@ static void dev_ring(const struct tether_rpc_device_const *c)
  * state word.  Two threads would be mistaken for one only if grids 2^32 launches apart ran at
  * the same time.  In larger grids, where threads share home ports, every close is fenced.
  */
-static DEV_INLINE rpc_port_t dev_open_home(struct rpc_client *client, uint32_t opcode,
+static DEV_INLINE rpc_port_t dev_open_home(const struct tether_rpc_device_const *c,
+                                           struct rpc_client *client, uint32_t opcode,
                                            uint64_t mask)
 {
     uint32_t id = dev_broadcast(mask, dev_caller_id()), ports = client->process.ports;
     uint32_t home = id < ports ? id : id % ports; /* a division only where it is needed */
     uint32_t key = 0;
 #if defined(RPC_ARCH_NVPTX)
-    if ((uint64_t)__nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x() <= ports) {
+    uint64_t threads = (uint64_t)__nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x();
+    if (threads <= ports) {
         uint64_t grid;
         __asm__("mov.u64 %0, %%gridid;" : "=l"(grid));
         key = (uint32_t)grid;
+        /* A small grid: the port whose lock is in the L2 partition near this SM
+         * (device_client.h, near windows). */
+        if ((c->flags & TETHER_RPC_CLIENT_NEAR) != 0 && threads <= TETHER_RPC_NEAR_SPAN) {
+            /* The table word straight from constant memory: indexed at run time, a copy of it
+             * in the caller's struct would put the whole struct in local memory (0.75 us more
+             * per call on an H200). */
+            uint32_t sm = __nvvm_read_ptx_sreg_smid();
+            uint32_t window =
+                sm < TETHER_RPC_NEAR_SMS
+                    ? tether_rpc_near_pick(__tether_rpc_client_const.near[sm / 32], sm)
+                    : 0;
+            home = tether_rpc_near_home(c->flags, window, id);
+        }
     }
+#else
+    (void)c;
 #endif
     uint32_t spins = 0;
     rpc_port_t port;
@@ -326,7 +343,7 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
     }
 #endif
     DEV_PROF_(0);
-    rpc_port_t port = dev_open_home(&client, opcode, mask);
+    rpc_port_t port = dev_open_home(c, &client, opcode, mask);
     DEV_PROF_(1);
 #if defined(RPC_ARCH_NVPTX)
     if (one) {

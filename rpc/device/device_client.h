@@ -40,6 +40,23 @@
 
 /* Flags of struct tether_rpc_device_client. */
 #define TETHER_RPC_CLIENT_WIDE 0x1u /* the client is a host thread: use wide calls */
+#define TETHER_RPC_CLIENT_NEAR 0x2u /* `near` and the near base (flags bits 16..31) are set */
+
+/*
+ * Near windows (NVIDIA).  A port's lock is a device-scope atomic on its state word in L2, the
+ * costliest step of a call's open, and on an H200 it takes about 290 cycles when the word's 4 KiB
+ * page sits in the L2 partition near the calling SM and about 500 when it sits in the far one
+ * (test/cuda/probe/l2_lat.cu: two SM groups, pages split between them).  So the plugin times,
+ * from every SM, a word in each of TETHER_RPC_NEAR_WINDOWS pages of state words (windows of
+ * TETHER_RPC_NEAR_SPAN ports, the first starting at the near base: the first port whose word
+ * begins a page), and writes each SM's fastest window into `near`, two bits per SM.  A thread of
+ * a grid of at most TETHER_RPC_NEAR_SPAN threads then takes port base + window * SPAN + its id:
+ * its lock is near, and no two threads of one grid share a port (ids differ, and each is below
+ * SPAN), which the keyed closes rely on (rpc.h, L3).  Zero (no flag): window 0 for every SM.
+ */
+#define TETHER_RPC_NEAR_WINDOWS 4u
+#define TETHER_RPC_NEAR_SPAN 512u /* state words per 4 KiB page */
+#define TETHER_RPC_NEAR_SMS 160u  /* SMs the two-bit table covers; later ones take window 0 */
 
 struct tether_rpc_device_client {
     uint32_t magic;   /* TETHER_RPC_CLIENT_MAGIC once the host filled it in */
@@ -49,7 +66,7 @@ struct tether_rpc_device_client {
     /* Host address of the server's struct tether_rpc_doorbell (host offload
      * only: the client bumps seq and wakes a sleeping server), else 0. */
     uint64_t doorbell;
-    uint64_t reserved[5];
+    uint64_t near[5]; /* TETHER_RPC_CLIENT_NEAR: SM s's window in bits 2(s%32).. of near[s/32] */
     struct rpc_client client; /* device addresses; locks point at `locks` */
     rpc_state_t
         locks[TETHER_RPC_DEVICE_PORTS_MAX]; /* rpc_lock_size(ports): a state word per port */
@@ -67,7 +84,7 @@ struct tether_rpc_device_const {
     uint32_t flags;
     uint32_t device_id;
     uint64_t doorbell;
-    uint64_t reserved[5];
+    uint64_t near[5];
     struct rpc_client client;
 };
 
@@ -79,6 +96,57 @@ _Static_assert(sizeof(struct tether_rpc_device_const) == TETHER_RPC_CLIENT_CONST
                    offsetof(struct tether_rpc_device_const, doorbell) ==
                        offsetof(struct tether_rpc_device_client, doorbell),
                "constant copy layout");
+
+/* SM `sm`'s window in `word`, the table word near[sm / 32]. */
+static inline uint32_t tether_rpc_near_pick(uint64_t word, uint32_t sm)
+{
+    return (uint32_t)(word >> (sm % 32 * 2)) & 3u;
+}
+
+/* SM `sm`'s near window (0 where the table does not cover it). */
+static inline uint32_t tether_rpc_near_window(const uint64_t near[5], uint32_t sm)
+{
+    return sm < TETHER_RPC_NEAR_SMS ? tether_rpc_near_pick(near[sm / 32], sm) : 0u;
+}
+
+static inline void tether_rpc_near_set(uint64_t near[5], uint32_t sm, uint32_t window)
+{
+    if (sm < TETHER_RPC_NEAR_SMS) {
+        near[sm / 32] &= ~((uint64_t)3 << (sm % 32 * 2));
+        near[sm / 32] |= (uint64_t)(window & 3u) << (sm % 32 * 2);
+    }
+}
+
+/* Fills `near` from a probe's cycles[sm * TETHER_RPC_NEAR_WINDOWS + w] (0: not timed) for SMs
+ * 0..sms-1: each timed SM gets its fastest window (the lowest on a tie), the others window 0.
+ * counts[w] = timed SMs given window w.  Returns the SMs timed. */
+static inline uint32_t tether_rpc_near_choose(uint64_t near[5], const uint32_t *cycles,
+                                              uint32_t sms, uint32_t counts[4])
+{
+    uint32_t timed = 0;
+    for (uint32_t w = 0; w < TETHER_RPC_NEAR_WINDOWS; w++)
+        counts[w] = 0;
+    for (uint32_t sm = 0; sm < sms && sm < TETHER_RPC_NEAR_SMS; sm++) {
+        const uint32_t *c = cycles + (uint64_t)sm * TETHER_RPC_NEAR_WINDOWS;
+        uint32_t w = 0;
+        if (c[0] != 0) {
+            for (uint32_t k = 1; k < TETHER_RPC_NEAR_WINDOWS; k++)
+                if (c[k] != 0 && c[k] < c[w])
+                    w = k;
+            counts[w]++;
+            timed++;
+        }
+        tether_rpc_near_set(near, sm, w);
+    }
+    return timed;
+}
+
+/* The home port of caller `id` (below TETHER_RPC_NEAR_SPAN) on an SM of near window `window`,
+ * for a client whose flags have TETHER_RPC_CLIENT_NEAR. */
+static inline uint32_t tether_rpc_near_home(uint32_t flags, uint32_t window, uint32_t id)
+{
+    return (flags >> 16) + window * TETHER_RPC_NEAR_SPAN + id;
+}
 
 /* The doorbell of host clients: a client bumps `seq` after its first packet
  * and, if `sleepers` is non-zero, wakes the server with FUTEX_WAKE_PRIVATE on
