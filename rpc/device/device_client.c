@@ -243,7 +243,10 @@ static void dev_ring(const struct tether_rpc_device_const *c)
  * its calls that read no buffers close without a fence (rpc.h, L3: ~0.24 us less per call).  A
  * thread of another grid that opens the port next reads the mailbox instead of trusting the
  * state word.  Two threads would be mistaken for one only if grids 2^32 launches apart ran at
- * the same time.  In larger grids, where threads share home ports, every close is fenced.
+ * the same time.  In larger grids, where threads share home ports, every close is fenced.  In a
+ * grid of at most TETHER_RPC_NEAR_SPAN threads, where the plugin timed the L2 (CUDA), the home
+ * port is the one of the caller's id in its SM's near window, whose lock is about 100-200
+ * cycles faster (device_client.h, near windows); still one thread per port.
  */
 static DEV_INLINE rpc_port_t dev_open_home(const struct tether_rpc_device_const *c,
                                            struct rpc_client *client, uint32_t opcode,
