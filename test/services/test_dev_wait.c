@@ -9,18 +9,7 @@
 #include <stdlib.h>
 
 #include "../../rpc/device/device_wait.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "test_dev_wait: %s:%d: ", __FILE__, __LINE__);                         \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "svc_test.h"
 
 #define RTT 2600u /* a poll that finds the answer at once */
 #define SLOW 400u /* polls issued up to this much before the edge find the answer, late */
@@ -208,10 +197,5 @@ int main(void)
     test_follows();
     test_recovers();
     test_cheaper_than_every_call();
-    if (failures != 0) {
-        fprintf(stderr, "test_dev_wait: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_dev_wait: ok\n");
-    return 0;
+    return svc_test_exit("test_dev_wait");
 }

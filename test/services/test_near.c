@@ -7,18 +7,7 @@
 #include <string.h>
 
 #include "../../rpc/device/device_client.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "test_near: %s:%d: ", __FILE__, __LINE__);                             \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "svc_test.h"
 
 /* Every SM's window is stored and read back without touching its neighbours. */
 static void test_table(void)
@@ -117,10 +106,5 @@ int main(void)
     test_table();
     test_choose();
     test_homes();
-    if (failures != 0) {
-        fprintf(stderr, "test_near: %d failures\n", failures);
-        return 1;
-    }
-    printf("test_near: ok\n");
-    return 0;
+    return svc_test_exit("test_near");
 }
