@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "plugin_state.h"
@@ -126,6 +127,8 @@ static void rpc_near(struct plugin_device *dev, uint64_t global, uint32_t ports,
     uint32_t cycles[TETHER_RPC_NEAR_SMS * TETHER_RPC_NEAR_WINDOWS];
     uint32_t sms = 0;
     struct tether_error err = {""};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (ops->l2_probe(dev, words + base * sizeof(rpc_state_t), TETHER_RPC_NEAR_WINDOWS,
                       TETHER_RPC_NEAR_SPAN * sizeof(rpc_state_t), cycles, TETHER_RPC_NEAR_SMS, &sms,
                       &err) != TETHER_OK) {
@@ -133,6 +136,9 @@ static void rpc_near(struct plugin_device *dev, uint64_t global, uint32_t ports,
                    "rpc: L2 probe failed, ports not placed near SMs: %s", err.msg);
         return;
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double probe_ms =
+        (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     uint32_t count[TETHER_RPC_NEAR_WINDOWS];
     uint32_t timed = tether_rpc_near_choose(client->near, cycles, sms, count);
     uint64_t first = 0, chosen = 0;
@@ -145,9 +151,11 @@ static void rpc_near(struct plugin_device *dev, uint64_t global, uint32_t ports,
     if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN) && timed != 0)
         plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
                    "rpc: small grids' ports near their SM: %u SMs on windows 0-3: %u/%u/%u/%u; "
-                   "a port lock %llu cycles on average (window 0 for all: %llu)",
+                   "a port lock %llu cycles on average (window 0 for all: %llu); the probe took "
+                   "%.1f ms",
                    timed, count[0], count[1], count[2], count[3],
-                   (unsigned long long)(chosen / timed), (unsigned long long)(first / timed));
+                   (unsigned long long)(chosen / timed), (unsigned long long)(first / timed),
+                   probe_ms);
 }
 
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,
