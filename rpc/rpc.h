@@ -760,6 +760,25 @@ static inline void rpc_recv_(struct rpc_process *process, rpc_port_t *port, rpc_
         rpc_arch_backoff(&spins);
 }
 
+/* Client: the state word a close of `port` stores (lock bit clear), and in *fenced_p whether
+ * with a release.  Still owned (nothing sent since the last receive, or since the open): the
+ * next opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
+ * outbox bit is recorded either way.  A keyed caller that read no buffers since its last fenced
+ * flip unlocks without a fence and leaves its key (L3). */
+static inline uint64_t rpc_close_word_(const rpc_port_t *port, bool *fenced_p)
+{
+    uint64_t next = (uint64_t)port->user_ << RPC_CS_USER_SHIFT |
+                    (uint64_t)port->seq_ << RPC_CS_SEQ_SHIFT |
+                    ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
+    if (port->state_ & RPC_PS_OWNED)
+        next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
+    bool fenced = port->owner_ == 0 || (port->state_ & RPC_PS_READ);
+    if (!fenced)
+        next |= RPC_CS_UNFENCED | (uint64_t)port->owner_ << RPC_CS_KEY_SHIFT;
+    *fenced_p = fenced;
+    return next;
+}
+
 static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
 {
     rpc_port_check_(process, port);
@@ -772,18 +791,8 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
         rpc_arch_unlock(port->lane_mask_, &process->locks[port->index_ / 32],
                         1u << (port->index_ % 32));
     } else {
-        /* Still owned (nothing sent since the last receive, or since the open): the next
-         * opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
-         * outbox bit is recorded either way.  A keyed caller that read no buffers since its
-         * last fenced flip unlocks without a fence and leaves its key (L3). */
-        uint64_t next = (uint64_t)port->user_ << RPC_CS_USER_SHIFT |
-                        (uint64_t)port->seq_ << RPC_CS_SEQ_SHIFT |
-                        ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
-        if (port->state_ & RPC_PS_OWNED)
-            next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
-        bool fenced = port->owner_ == 0 || (port->state_ & RPC_PS_READ);
-        if (!fenced)
-            next |= RPC_CS_UNFENCED | (uint64_t)port->owner_ << RPC_CS_KEY_SHIFT;
+        bool fenced;
+        uint64_t next = rpc_close_word_(port, &fenced);
         rpc_arch_unlock_state(port->lane_mask_, rpc_state_(process, port->index_), next, fenced);
     }
     port->state_ = 0;
@@ -1193,6 +1202,37 @@ static inline void rpc_client_recv_n(struct rpc_client *client, rpc_port_t *port
 static inline void rpc_client_close(struct rpc_client *client, rpc_port_t *port)
 {
     rpc_close_(&client->process, port);
+}
+
+/* Client, after a send and before its recv: the word rpc_client_close would store, its user
+ * bits 0, once a recv that reads no buffers has found the answer's head; *fenced_p: whether
+ * with a release.  A caller that waits before it polls (NVIDIA: the learnt delay) works it out
+ * while it waits, and closes with rpc_client_close_after_head. */
+static inline uint64_t rpc_client_close_word_after_head(const rpc_port_t *port, bool *fenced_p)
+{
+    rpc_port_t after = *port;
+    after.state_ = (after.state_ | RPC_PS_OWNED | RPC_PS_RECEIVED) & ~(uint32_t)RPC_PS_FIRST;
+    after.user_ = 0;
+    return rpc_close_word_(&after, fenced_p);
+}
+
+/* Client: rpc_client_close of a port whose recv found the head and read no buffers, with the
+ * word and fence of rpc_client_close_word_after_head (taken between its send and its recv) and
+ * the port's user bits. */
+static inline void rpc_client_close_after_head(struct rpc_client *client, rpc_port_t *port,
+                                               uint64_t word, bool fenced)
+{
+    rpc_port_check_(&client->process, port);
+    RPC_ASSERT((port->state_ & (RPC_PS_OWNED | RPC_PS_RECEIVED | RPC_PS_READ | RPC_PS_STREAM |
+                                RPC_PS_FIRST)) == (RPC_PS_OWNED | RPC_PS_RECEIVED));
+    uint64_t next = word | (uint64_t)port->user_ << RPC_CS_USER_SHIFT;
+#if RPC_CHECKS
+    bool check_fenced;
+    RPC_ASSERT(rpc_close_word_(port, &check_fenced) == next && check_fenced == fenced);
+#endif
+    rpc_arch_unlock_state(port->lane_mask_, rpc_state_(&client->process, port->index_), next,
+                          fenced);
+    port->state_ = 0;
 }
 
 /* ---- server -------------------------------------------------------------- */

@@ -58,11 +58,10 @@ static inline uint64_t dev_active_mask(void)
 }
 
 #if defined(RPC_ARCH_NVPTX)
-/* Busy-waits about `cycles` SM clock cycles (%clock64: per SM, fine-grained, where %globaltimer
- * may tick in microseconds on some GPUs). */
-static inline void dev_spin_cycles(uint64_t cycles)
+/* Busy-waits until about `cycles` SM clock cycles have passed since `t0`, a reading of %clock64
+ * (per SM, fine-grained, where %globaltimer may tick in microseconds on some GPUs). */
+static inline void dev_spin_since(uint64_t t0, uint64_t cycles)
 {
-    uint64_t t0 = __nvvm_read_ptx_sreg_clock64();
     while (__nvvm_read_ptx_sreg_clock64() - t0 < cycles)
         ;
 }

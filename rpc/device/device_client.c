@@ -289,30 +289,46 @@ static DEV_INLINE rpc_port_t dev_open_home(const struct tether_rpc_device_const 
  * Waits for the answer's head.  NVIDIA: one poll of host memory is a round trip over the link
  * (about 1.3 us on an H200), and an answer that lands in host memory just after a poll has read
  * it is seen only one round trip later, so the first poll is issued after a delay learnt per
- * port (device_wait.h: why and how) and kept in the port's user bits.  Elsewhere:
- * rpc_client_recv.
+ * port (device_wait.h: why and how) and kept in the port's user bits.  What the call does after
+ * a first poll that found the answer is worked out during that delay: the delay rule's next
+ * step (dev_wait_plan) and the word that closes the port (*close_p, *fenced_p, for
+ * rpc_client_close_after_head; a thread's instructions after the answer are on the call's path,
+ * those before the poll are not).  Elsewhere: rpc_client_recv.
  */
-static DEV_INLINE void dev_await_head(struct rpc_client *client, rpc_port_t *port)
+static DEV_INLINE void dev_await_head(struct rpc_client *client, rpc_port_t *port,
+                                      uint64_t *close_p, bool *fenced_p)
 {
 #if defined(RPC_ARCH_NVPTX)
+    uint64_t sent = __nvvm_read_ptx_sreg_clock64();
     uint32_t user = rpc_port_user(port);
     bool explore = dev_wait_explores(rpc_port_seq(port));
     uint64_t wait = dev_wait_cycles(user, explore);
 #if defined(DEV_FIXED_WAIT) /* test/cuda/probe/rpc_phases variants: no learning */
     wait = (uint64_t)DEV_FIXED_WAIT * DEV_WAIT_UNIT;
 #endif
-    dev_spin_cycles(wait);
+    struct dev_wait_plan plan = dev_wait_plan(user, explore);
+    uint64_t close = rpc_client_close_word_after_head(port, fenced_p);
+    /* Computed here, not after the poll where they are used. */
+    __asm__ volatile(""
+                     : "+r"(plan.slow_after), "+r"(plan.slow_bits), "+r"(plan.hit_units),
+                       "+r"(plan.fast_cap), "+l"(close));
+    *close_p = close;
+    dev_spin_since(sent, wait);
 #if defined(TETHER_DEVICE_PROFILE)
     tether_device_profile_delay(wait);
 #endif
     uint64_t t0 = __nvvm_read_ptx_sreg_clock64();
     bool hit = rpc_client_try_recv(client, port, NULL, (void *)0);
     uint64_t took = __nvvm_read_ptx_sreg_clock64() - t0;
-    if (!hit)
+    if (hit) {
+        rpc_port_set_user(port, dev_wait_hit(&plan, took));
+    } else {
         rpc_client_recv(client, port, NULL, (void *)0);
-    rpc_port_set_user(port, dev_wait_next(user, explore, hit, took));
+        rpc_port_set_user(port, dev_wait_next(user, explore, false, took));
+    }
 #else
     rpc_client_recv(client, port, NULL, (void *)0);
+    *close_p = rpc_client_close_word_after_head(port, fenced_p); /* after the recv: the same */
 #endif
 }
 
@@ -366,13 +382,15 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
 
     if (answer) {
         /* The head tells that the answer came and, for a short one, holds all of it. */
-        dev_await_head(&client, &port);
+        uint64_t close;
+        bool fenced;
+        dev_await_head(&client, &port, &close, &fenced);
         DEV_PROF_(5);
         uint64_t head[2] = {rpc_port_head(&port, 0), rpc_port_head(&port, 1)};
         if (tether_rpc_inline_is(head)) {
             /* All of it in the head: unlock first, so that the unlock's release has no store
              * of the answer to wait for. */
-            rpc_client_close(&client, &port);
+            rpc_client_close_after_head(&client, &port, close, fenced);
             DEV_PROF_(4);
             tether_rpc_inline_unpack(head, status_p, len_p, (unsigned char *)dst, cap);
             DEV_PROF_(3);

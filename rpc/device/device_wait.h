@@ -93,4 +93,36 @@ static inline uint32_t dev_wait_next(uint32_t user, bool explore, bool hit, uint
     return units | fast << 9;
 }
 
+/* dev_wait_next for a first poll that found the answer, in two steps: dev_wait_plan before the
+ * poll, while the caller waits for its delay anyway, and dev_wait_hit after it, a few
+ * instructions on the call's path instead of the whole rule (H200: about 60 cycles less). */
+struct dev_wait_plan {
+    uint32_t slow_after; /* a poll of more units than this was slow (UINT32_MAX: none can be) */
+    uint32_t slow_bits;  /* the next user bits after a slow hit */
+    uint32_t hit_units;  /* the edge after a hit in time */
+    uint32_t fast_cap;   /* the fastest poll after a hit in time is min(poll, fast_cap) */
+};
+
+static inline struct dev_wait_plan dev_wait_plan(uint32_t user, bool explore)
+{
+    uint32_t units = user & DEV_WAIT_MAX, fast = (user >> 9) & DEV_RTT_MAX;
+    uint32_t up = units + DEV_WAIT_UP > DEV_WAIT_MAX ? DEV_WAIT_MAX : units + DEV_WAIT_UP;
+    struct dev_wait_plan plan;
+    plan.slow_after = fast == 0 ? UINT32_MAX : fast + DEV_RTT_MARGIN;
+    plan.slow_bits = (explore ? up : units) | (fast + (fast < DEV_RTT_MAX)) << 9;
+    plan.hit_units = explore ? units - (units > 0) : units;
+    plan.fast_cap = fast == 0 ? DEV_RTT_MAX : fast;
+    return plan;
+}
+
+/* dev_wait_next(user, explore, true, took) for the plan of (user, explore). */
+static inline uint32_t dev_wait_hit(const struct dev_wait_plan *plan, uint64_t took)
+{
+    uint64_t t = took / DEV_RTT_UNIT;
+    uint32_t poll = t == 0 ? 1u : t > DEV_RTT_MAX ? DEV_RTT_MAX : (uint32_t)t;
+    if (poll > plan->slow_after)
+        return plan->slow_bits;
+    return plan->hit_units | (poll < plan->fast_cap ? poll : plan->fast_cap) << 9;
+}
+
 #endif /* TETHER_DEVICE_WAIT_H */

@@ -1368,12 +1368,15 @@ static void test_short_broken_meta(uint32_t lanes)
  * server has it": the same key opens anyway, any other key (or none) reads the flag and finds
  * the port busy, and leaves the state word as it was.  A keyed call that read buffers and an
  * unkeyed call record no key; a keyed fire-and-forget call does, on a port that stays unknown. */
-static void keyed_call(struct pair *p, uint32_t key, bool read, uint64_t v)
+static void keyed_call_as(struct pair *p, uint32_t key, bool read, uint64_t v, bool after_head,
+                          uint32_t user)
 {
     rpc_port_t cp, sp;
     uint64_t got[1] = {0};
     CHECK(rpc_client_try_open_keyed(&p->client, 3, 1, 0, key, &cp));
     CHECK(rpc_client_try_send(&p->client, &cp, put, &v));
+    bool fenced = false;
+    uint64_t word = rpc_client_close_word_after_head(&cp, &fenced);
     CHECK(rpc_server_try_open(&p->server, &sp) && rpc_server_try_recv(&p->server, &sp, get, got));
     CHECK(got[0] == v);
     rpc_port_set_head(&sp, v, v + 1);
@@ -1382,7 +1385,42 @@ static void keyed_call(struct pair *p, uint32_t key, bool read, uint64_t v)
     got[0] = 0;
     CHECK(rpc_client_try_recv(&p->client, &cp, read ? get : NULL, got));
     CHECK(rpc_port_head(&cp, 0) == v && rpc_port_head(&cp, 1) == v + 1 && got[0] == (read ? v : 0));
-    rpc_client_close(&p->client, &cp);
+    if (user != 0)
+        rpc_port_set_user(&cp, user);
+    if (after_head)
+        rpc_client_close_after_head(&p->client, &cp, word, fenced);
+    else
+        rpc_client_close(&p->client, &cp);
+}
+
+static void keyed_call(struct pair *p, uint32_t key, bool read, uint64_t v)
+{
+    keyed_call_as(p, key, read, v, false, 0);
+}
+
+/* A close with the word worked out between the send and the recv (rpc_client_close_word_after_head,
+ * as the NVIDIA device library does while it waits to poll) leaves the state word a plain close
+ * leaves, keyed or not, with the port's user bits; checks on (this file): the close itself
+ * compares the two. */
+static void test_close_after_head(void)
+{
+    struct pair p;
+    pair_init(&p, 1, 1);
+    uint64_t seq_bits = 0xffull << RPC_CS_SEQ_SHIFT;
+    static const uint32_t keys[] = {0, 7, 0x9e3779b9u};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        uint32_t key = keys[k];
+        keyed_call_as(&p, key, false, 21, false, 0xbeefu);
+        uint64_t plain = client_state(&p, 0);
+        keyed_call_as(&p, key, false, 22, true, 0xbeefu);
+        uint64_t early = client_state(&p, 0);
+        /* One call later: the next seq, and the outbox bit flipped by one more send. */
+        CHECK(((plain ^ early) & ~seq_bits) == RPC_CS_OUT);
+        CHECK(((plain + (1ull << RPC_CS_SEQ_SHIFT)) & seq_bits) == (early & seq_bits));
+        CHECK((early >> RPC_CS_USER_SHIFT & 0xffffu) == 0xbeefu);
+        CHECK(((early & RPC_CS_UNFENCED) != 0) == (key != 0));
+    }
+    pair_fini(&p);
 }
 
 static void set_server_flag(struct pair *p, uint32_t value)
@@ -1483,6 +1521,7 @@ int main(void)
     test_short_late_other();
     test_short_read_state();
     test_keyed_close();
+    test_close_after_head();
     test_short_seq_wrap();
     test_short_mix(1, 2000, 1);
     test_short_mix(3, 2000, 2);

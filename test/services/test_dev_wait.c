@@ -189,8 +189,32 @@ static void test_cheaper_than_every_call(void)
     }
 }
 
+/* The two-step form the device library uses for a first poll that found the answer
+ * (dev_wait_plan before the poll, dev_wait_hit after it) gives dev_wait_next's bits for every
+ * port state, both kinds of call and poll times from 0 to past the cap. */
+static void test_plan_matches(void)
+{
+    uint32_t wrong = 0, first_user = 0;
+    uint64_t first_took = 0;
+    for (uint32_t user = 0; user <= 0xffffu; user++) {
+        for (int explore = 0; explore < 2; explore++) {
+            struct dev_wait_plan plan = dev_wait_plan(user, explore != 0);
+            for (uint64_t took = 0; took < (DEV_RTT_MAX + 4) * DEV_RTT_UNIT; took += 13) {
+                if (dev_wait_hit(&plan, took) != dev_wait_next(user, explore != 0, true, took) &&
+                    wrong++ == 0) {
+                    first_user = user;
+                    first_took = took;
+                }
+            }
+        }
+    }
+    CHECK(wrong == 0, "%u differences, the first at user bits 0x%x, %llu cycles", wrong, first_user,
+          (unsigned long long)first_took);
+}
+
 int main(void)
 {
+    test_plan_matches();
     test_steps();
     test_converges();
     test_background_bounded();
