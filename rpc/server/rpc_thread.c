@@ -236,6 +236,9 @@ static void *thread_main(void *arg)
     struct srv_thread *t = arg;
     struct tether_rpc_server *srv = t->srv;
     placement_apply(t);
+    char name[16]; /* shown by top -H, ps -L, gdb: the device the thread serves */
+    snprintf(name, sizeof name, "tether-rpc%u", srv->config.device_id);
+    pthread_setname_np(pthread_self(), name);
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* 1 us: keep short futex timeouts short */
     tether_status_t st = TETHER_OK;
     if (t->config.attach != NULL)

@@ -1032,6 +1032,26 @@ static long cpu_list_max(const char *list)
     return max;
 }
 
+/* Does a thread of this process have a name (its comm) that starts with `prefix`? */
+static bool thread_named(const char *prefix)
+{
+    DIR *d = opendir("/proc/self/task");
+    bool found = false;
+    struct dirent *e;
+    while (d != NULL && !found && (e = readdir(d)) != NULL) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        found = fgets(comm, sizeof comm, f) != NULL && strncmp(comm, prefix, strlen(prefix)) == 0;
+        fclose(f);
+    }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
 /* Starts a server's thread with pci_bus_id = bus on the topology HWLOC_SYNTHETIC = topo and
  * returns its describe line in desc. */
 static void placement_describe(const char *topo, const char *bus, char *desc, size_t len)
@@ -1044,6 +1064,7 @@ static void placement_describe(const char *topo, const char *bus, char *desc, si
     tether_status_t st = tether_rpc_server_start(rig.srv, &tcfg, &err);
     CHECK(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
     tether_rpc_server_describe(rig.srv, desc, len);
+    CHECK(thread_named("tether-rpc"), "no thread of this process is named tether-rpc<device>");
     printf("HWLOC_SYNTHETIC=\"%s\", pci_bus_id %s%s%s: %s\n", topo, bus ? "\"" : "",
            bus ? bus : "NULL", bus ? "\"" : "", desc);
     rig_down(&rig);
