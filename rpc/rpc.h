@@ -630,9 +630,13 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
     *seq_p = (uint32_t)((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
     *read_p = 0;
     *user_p = (uint32_t)(old >> RPC_CS_USER_SHIFT) & 0xffffu;
-    /* A close without a fence (L3) is known only to the caller that made it. */
-    if ((old & RPC_CS_KNOWN) &&
-        (!(old & RPC_CS_UNFENCED) || (key != 0 && (uint32_t)(old >> RPC_CS_KEY_SHIFT) == key))) {
+    /* A close without a fence (L3) is known only to the caller that made it.  One predicate
+     * from bit operations, not a chain of branches: on a GPU each branch after the lock's
+     * atomic is on the call's path. */
+    bool trusted =
+        ((old & RPC_CS_KNOWN) != 0) & (((old & RPC_CS_UNFENCED) == 0) |
+                                       ((key != 0) & ((uint32_t)(old >> RPC_CS_KEY_SHIFT) == key)));
+    if (trusted) {
         /* Known client-owned since its last close: the outbox bit then is the one now. */
         *out_p = (old & RPC_CS_OUT) ? 1u : 0u;
         *read_p = (old & RPC_CS_READ) ? RPC_PS_READ : 0u;
