@@ -1400,8 +1400,8 @@ static void keyed_call(struct pair *p, uint32_t key, bool read, uint64_t v)
 
 /* A close with the word worked out between the send and the recv (rpc_client_close_word_after_head,
  * as the NVIDIA device library does while it waits to poll) leaves the state word a plain close
- * leaves, keyed or not, with the port's user bits; checks on (this file): the close itself
- * compares the two. */
+ * leaves, keyed or not, with the port's user bits (in the checked build the close itself
+ * compares the two as well). */
 static void test_close_after_head(void)
 {
     struct pair p;

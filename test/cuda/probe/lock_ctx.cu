@@ -79,7 +79,7 @@ __global__ void run(int v, unsigned long long *word, unsigned long long *host, u
             else if (v == V_CLOSE_ATOM) {
                 unsigned long long o2;
                 asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;" : "=l"(o2) : "l"(word), "l"(close) : "memory");
-                acc += o2 & 0;
+                acc += o2 & 0; // the result counts as used (no set-but-unused warning)
             } else if (v != V_NO_CLOSE)
                 asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(close) : "memory");
             if (v == V_FENCE_CLOSE)
