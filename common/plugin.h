@@ -359,6 +359,18 @@ struct plugin_ops {
                               const struct plugin_launch *launch, struct plugin_queue *queue,
                               struct tether_error *err);
 
+    /* ---- interop --------------------------------------------------------------------------- */
+
+    /* Optional.  What `#pragma omp interop init(...)` hands the program for this device: the
+     * native device handle (CUDA: the CUdevice ordinal; HSA: the hsa_agent_t handle), the native
+     * context (CUDA: the primary CUcontext; NULL where there is none) and, when queue is non-NULL,
+     * the queue's native stream (CUDA: its CUstream; HSA: its hsa_queue_t *, created now if the
+     * queue has none yet).  Outputs the caller does not ask for are NULL.  NULL slot: interop
+     * objects for this backend are refused (omp_interop_none), as LLVM 16's host plugin does. */
+    tether_status_t (*interop_info)(struct plugin_device *dev, struct plugin_queue *queue,
+                                    void **device_p, void **context_p, void **stream_p,
+                                    struct tether_error *err);
+
     /* ---- RPC support (used by common/plugin_rpc.c; see docs/plugin-interface.md, "RPC") ------ */
     /* The RPC server needs: memory both sides see (alloc PLUGIN_ALLOC_HOST, or the pair below),
      * writing the client into a device global (global_lookup + memcpy_h2d, done by common),

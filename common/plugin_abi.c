@@ -589,6 +589,49 @@ TGT_EXPORT int32_t __tgt_rtl_destroy_event(int32_t id, void *event)
     return abi_result(id, "destroy_event", plugin_event_destroy(dev, event, &err), &err);
 }
 
+/* ---- interop (`#pragma omp interop`) ----------------------------------------------------- */
+
+/* libomptarget 16 passes the GLOBAL device number to both, and reads init_device_info's result
+ * as a 64-bit value (rtl.h's typedef): return it at that width. */
+TGT_EXPORT int64_t __tgt_rtl_init_device_info(int64_t global, struct tgt_device_info *info,
+                                              const char **err_str)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_global_device((int32_t)global, "init_device_info");
+    tether_status_t rc;
+
+    if (dev == NULL || info == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    rc = plugin_interop_device(dev, info, &err);
+    if (rc != TETHER_OK) {
+        if (err_str != NULL) {
+            *err_str = "tether: this device offers no interop handles";
+        }
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "interop refused: %s", err.msg);
+        return TGT_OFFLOAD_FAIL;
+    }
+    return TGT_OFFLOAD_SUCCESS;
+}
+
+TGT_EXPORT int32_t __tgt_rtl_init_async_info(int32_t global, struct tgt_async_info **async_p)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *dev = abi_global_device(global, "init_async_info");
+    struct tgt_async_info *async = NULL;
+    tether_status_t rc;
+
+    if (dev == NULL || async_p == NULL) {
+        return TGT_OFFLOAD_FAIL;
+    }
+    rc = plugin_interop_async(dev, &async, &err);
+    if (rc != TETHER_OK) {
+        return abi_result(dev->id, "init_async_info", rc, &err);
+    }
+    *async_p = async;
+    return TGT_OFFLOAD_SUCCESS;
+}
+
 /* ---- tether's public API ---------------------------------------------------------------- */
 
 TGT_EXPORT int32_t tether_rtl_device_query(int32_t omp_device, struct tether_device_info *info_p)

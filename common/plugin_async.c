@@ -250,3 +250,63 @@ tether_status_t plugin_event_sync(struct plugin_device *dev, void *event, struct
     }
     return dev->plugin->ops->event_sync(dev, event, err);
 }
+
+/* ---- interop ---------------------------------------------------------------------------- */
+
+tether_status_t plugin_interop_device(struct plugin_device *dev, struct tgt_device_info *info,
+                                      struct tether_error *err)
+{
+    void *device = NULL, *context = NULL;
+    tether_status_t rc;
+
+    if (dev->plugin->ops->interop_info == NULL) {
+        return plugin_error_set(err, TETHER_ERR_UNSUPPORTED,
+                                "this backend has no native device or context to hand out");
+    }
+    rc = dev->plugin->ops->interop_info(dev, NULL, &device, &context, NULL, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    info->Device = device;
+    info->Context = context;
+    return TETHER_OK;
+}
+
+tether_status_t plugin_interop_async(struct plugin_device *dev, struct tgt_async_info **async_p,
+                                     struct tether_error *err)
+{
+    struct plugin_device_state *st = dev->state;
+    struct plugin_interop *io;
+    void *stream = NULL;
+    tether_status_t rc;
+
+    if (dev->plugin->ops->interop_info == NULL || !plugin_has_queues(dev->plugin)) {
+        return plugin_error_set(err, TETHER_ERR_UNSUPPORTED,
+                                "this backend has no native stream to hand out");
+    }
+    io = calloc(1, sizeof(*io));
+    if (io == NULL) {
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "interop record");
+    }
+    rc = dev->plugin->ops->queue_create(dev, &io->queue, err);
+    if (rc != TETHER_OK) {
+        goto free_io;
+    }
+    rc = dev->plugin->ops->interop_info(dev, io->queue, NULL, NULL, &stream, err);
+    if (rc != TETHER_OK) {
+        goto destroy_queue;
+    }
+    io->async.Queue = stream;
+    pthread_mutex_lock(&st->lock);
+    io->next = st->interops;
+    st->interops = io;
+    pthread_mutex_unlock(&st->lock);
+    *async_p = &io->async;
+    return TETHER_OK;
+
+destroy_queue:
+    dev->plugin->ops->queue_destroy(dev, io->queue);
+free_io:
+    free(io);
+    return rc;
+}

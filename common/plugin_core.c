@@ -533,6 +533,13 @@ void plugin_device_teardown(struct plugin_device *dev)
         free(state->queues[i]);
     }
     free(state->queues);
+    while (state->interops != NULL) {
+        struct plugin_interop *io = state->interops;
+
+        state->interops = io->next;
+        ops->queue_destroy(dev, io->queue);
+        free(io);
+    }
     plugin_pool_destroy(dev);
     pthread_mutex_destroy(&state->lock);
     dev->state = NULL;

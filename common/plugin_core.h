@@ -120,6 +120,14 @@ tether_status_t plugin_async_sync(struct plugin_device *dev, struct tgt_async_in
 /* query_async: like sync when the work is done, otherwise leave Queue set and return OK. */
 tether_status_t plugin_async_query(struct plugin_device *dev, struct tgt_async_info *async,
                                    struct tether_error *err);
+/* init_device_info (interop): the device's native handle and context.  Fails with
+ * TETHER_ERR_UNSUPPORTED when the backend has no interop_info slot. */
+tether_status_t plugin_interop_device(struct plugin_device *dev, struct tgt_device_info *info,
+                                      struct tether_error *err);
+/* init_async_info (interop targetsync): a new AsyncInfo whose Queue is the native stream of a
+ * queue of its own; the device owns it until teardown (libomptarget 16 never releases it). */
+tether_status_t plugin_interop_async(struct plugin_device *dev, struct tgt_async_info **async_p,
+                                     struct tether_error *err);
 /* True when the backend offers queues (and so *_async and synchronize do real work). */
 bool plugin_has_queues(const struct plugin *plugin);
 

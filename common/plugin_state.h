@@ -41,6 +41,16 @@ struct plugin_seen_image {
     struct plugin_seen_image *next;
 };
 
+/* The AsyncInfo of an interop object (`#pragma omp interop init(targetsync: ...)`): its Queue is
+ * the backend's NATIVE stream, which the program reads with omp_get_interop_ptr(omp_ipr_targetsync)
+ * and gives to libraries (cuBLAS, hipBLAS).  libomptarget 16 never hands it back to the plugin
+ * (it has no call to release it), so the device keeps each one until teardown. */
+struct plugin_interop {
+    struct tgt_async_info async; /* first: libomptarget holds &async */
+    struct plugin_queue *queue;
+    struct plugin_interop *next;
+};
+
 struct plugin_device_state {
     pthread_mutex_t lock;
     struct plugin_async **queues; /* free pool */
@@ -53,6 +63,7 @@ struct plugin_device_state {
     atomic_uint_fast64_t kernels_running; /* launched and not known complete (RPC) */
     void *rpc;                            /* RPC server state, owned by plugin_rpc.c */
     struct plugin_pool *pool;             /* cached device allocations (plugin_pool.c) */
+    struct plugin_interop *interops;      /* every interop AsyncInfo handed out, until teardown */
 };
 
 struct plugin_slot {

@@ -63,6 +63,12 @@ struct tgt_async_info {
     void *Queue;
 };
 
+/* __tgt_device_info: what interop objects report as omp_ipr_device and omp_ipr_device_context. */
+struct tgt_device_info {
+    void *Context;
+    void *Device;
+};
+
 /* KernelArgsTy: 104 bytes.  Version 1 (libomptarget's constructor/destructor kernels) and 2 (clang
  * 16).  NumArgs is overwritten by libomptarget with the number of TgtArgs; the Arg* arrays keep
  * the host-side length and must not be indexed with it. */
@@ -97,6 +103,7 @@ _Static_assert(sizeof(struct tgt_device_image) == 32, "__tgt_device_image layout
 _Static_assert(sizeof(struct tgt_bin_desc) == 32, "__tgt_bin_desc layout");
 _Static_assert(sizeof(struct tgt_target_table) == 16, "__tgt_target_table layout");
 _Static_assert(sizeof(struct tgt_async_info) == 8, "__tgt_async_info layout");
+_Static_assert(sizeof(struct tgt_device_info) == 16, "__tgt_device_info layout");
 _Static_assert(sizeof(struct tgt_kernel_args) == 104, "KernelArgsTy layout");
 _Static_assert(offsetof(struct tgt_kernel_args, Tripcount) == 56, "KernelArgsTy.Tripcount");
 _Static_assert(offsetof(struct tgt_kernel_args, Flags) == 64, "KernelArgsTy.Flags");

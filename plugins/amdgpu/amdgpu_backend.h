@@ -258,6 +258,9 @@ void amdgpu_stream_push(struct plugin_queue *q, struct amdgpu_signal *signal, bo
 void amdgpu_pending_release(struct amdgpu_device *dev, const struct amdgpu_pending *p);
 void amdgpu_device_streams_fini(struct amdgpu_device *dev);
 
+tether_status_t amdgpu_interop_info(struct plugin_device *pdev, struct plugin_queue *queue,
+                                    void **device_p, void **context_p, void **stream_p,
+                                    struct tether_error *err);
 tether_status_t amdgpu_queue_create(struct plugin_device *dev, struct plugin_queue **queue_p,
                                     struct tether_error *err);
 void amdgpu_queue_destroy(struct plugin_device *dev, struct plugin_queue *queue);

@@ -517,6 +517,7 @@ const struct plugin_ops plugin_backend_ops = {
     .kernel_lookup = amdgpu_kernel_lookup,
     .kernel_release = amdgpu_kernel_release,
     .launch = amdgpu_launch,
+    .interop_info = amdgpu_interop_info,
     .shared_alloc = NULL, /* alloc(PLUGIN_ALLOC_HOST) is fine-grained and GPU-visible */
     .shared_free = NULL,
 };

@@ -290,6 +290,32 @@ tether_status_t amdgpu_queue_create(struct plugin_device *pdev, struct plugin_qu
     return TETHER_OK;
 }
 
+/* Interop: the agent's handle as the device (LLVM's convention), no context (HSA has none), and
+ * the HSA queue the stream submits its packets to, assigned now if it had none. */
+tether_status_t amdgpu_interop_info(struct plugin_device *pdev, struct plugin_queue *queue,
+                                    void **device_p, void **context_p, void **stream_p,
+                                    struct tether_error *err)
+{
+    struct amdgpu_device *dev = amdgpu_device_of(pdev);
+    tether_status_t st = TETHER_OK;
+
+    if (device_p != NULL)
+        *device_p = (void *)(uintptr_t)dev->agent.handle;
+    if (context_p != NULL)
+        *context_p = NULL;
+    if (stream_p != NULL) {
+        *stream_p = NULL;
+        if (queue != NULL) {
+            pthread_mutex_lock(&queue->lock);
+            st = amdgpu_stream_hq(queue, err);
+            if (st == TETHER_OK)
+                *stream_p = queue->hq->queue;
+            pthread_mutex_unlock(&queue->lock);
+        }
+    }
+    return st;
+}
+
 void amdgpu_queue_destroy(struct plugin_device *pdev, struct plugin_queue *queue)
 {
     (void)pdev;

@@ -40,6 +40,30 @@ tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue
     return TETHER_OK;
 }
 
+/* Interop: the ordinal as CUdevice (LLVM's convention), the primary context, made current on the
+ * calling thread so that a library the program hands these to finds it, and the queue's stream. */
+tether_status_t cuda_interop_info(struct plugin_device *dev, struct plugin_queue *queue,
+                                  void **device_p, void **context_p, void **stream_p,
+                                  struct tether_error *err)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    tether_status_t rc = cuda_ctx_enter(cd, err);
+
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    if (device_p != NULL) {
+        *device_p = (void *)(intptr_t)cd->cu_dev;
+    }
+    if (context_p != NULL) {
+        *context_p = cd->ctx;
+    }
+    if (stream_p != NULL) {
+        *stream_p = queue != NULL ? queue->stream : NULL;
+    }
+    return TETHER_OK;
+}
+
 /* Common destroys a queue at shutdown or after its work failed: never reuse its stream. */
 void cuda_queue_destroy(struct plugin_device *dev, struct plugin_queue *queue)
 {

@@ -142,6 +142,9 @@ tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue
 void cuda_queue_destroy(struct plugin_device *dev, struct plugin_queue *queue);
 tether_status_t cuda_queue_sync(struct plugin_device *dev, struct plugin_queue *queue,
                                 struct tether_error *err);
+tether_status_t cuda_interop_info(struct plugin_device *dev, struct plugin_queue *queue,
+                                  void **device_p, void **context_p, void **stream_p,
+                                  struct tether_error *err);
 tether_status_t cuda_queue_query(struct plugin_device *dev, struct plugin_queue *queue,
                                  bool *done_p, struct tether_error *err);
 tether_status_t cuda_event_create(struct plugin_device *dev, struct plugin_event **event_p,

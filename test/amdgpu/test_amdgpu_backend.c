@@ -427,6 +427,19 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
     CHECK_ST(plugin_event_destroy(dev, ev, &err), TETHER_OK);
     CHECK(a1.Queue == NULL && a2.Queue == NULL);
 
+    /* interop: the agent as the device, no context, and an HSA queue of the fake's as the
+     * targetsync stream; the device frees it at shutdown (live_queues below) */
+    {
+        struct tgt_device_info info = {NULL, NULL};
+        struct tgt_async_info *sync = NULL;
+
+        CHECK_ST(plugin_interop_device(dev, &info, &err), TETHER_OK);
+        CHECK(info.Device != NULL && info.Context == NULL);
+        CHECK_ST(plugin_interop_async(dev, &sync, &err), TETHER_OK);
+        CHECK(sync != NULL && sync->Queue != NULL);
+        CHECK(stats().live_queues >= 1);
+    }
+
     CHECK_ST(plugin_data_delete(dev, dmem, 0, &err), TETHER_OK);
     plugin_destroy(plugin);
     s1 = stats();

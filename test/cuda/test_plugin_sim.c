@@ -63,6 +63,36 @@ int main(void)
         return 1;
     }
 
+    /* Interop: a targetsync object carries a stream of the plugin's own; a target object the
+     * primary context (libomptarget 16 answers device and context only for target objects, and
+     * the stream only for targetsync ones). */
+    {
+        omp_interop_t sync_obj = omp_interop_none, dev_obj = omp_interop_none;
+        int streams = st->streams_created, rc = 0;
+        void *stream;
+
+#pragma omp interop init(targetsync : sync_obj) device(0)
+        CHECK(sync_obj != omp_interop_none);
+        if (sync_obj != omp_interop_none) {
+            stream = omp_get_interop_ptr(sync_obj, omp_ipr_targetsync, &rc);
+            CHECK(rc == omp_irc_success && stream != NULL);
+            CHECK(st->streams_created >= streams); /* from the pool or new: a real stream */
+            CHECK(omp_get_interop_int(sync_obj, omp_ipr_device_num, &rc) == 0 &&
+                  rc == omp_irc_success);
+            CHECK(strcmp(omp_get_interop_str(sync_obj, omp_ipr_vendor_name, &rc), "cuda") == 0);
+#pragma omp interop destroy(sync_obj)
+        }
+#pragma omp interop init(target : dev_obj) device(0)
+        CHECK(dev_obj != omp_interop_none);
+        if (dev_obj != omp_interop_none) {
+            CHECK(omp_get_interop_ptr(dev_obj, omp_ipr_device_context, &rc) != NULL &&
+                  rc == omp_irc_success);
+            (void)omp_get_interop_ptr(dev_obj, omp_ipr_targetsync, &rc);
+            CHECK(rc != omp_irc_success);
+#pragma omp interop destroy(dev_obj)
+        }
+    }
+
     /* A target region: the image loads, the kernel launches with LLVM 16's geometry. */
 #pragma omp target map(tofrom : x)
     {
