@@ -2,7 +2,7 @@
 #   make demo    install what is missing, build, run the example
 #   make test    install what is missing, build, run every test (+ TSan run)
 #   make bench   build and run the benchmarks
-#   make install PREFIX=dir
+#   make install PREFIX=dir   (DESTDIR=stage too; make uninstall undoes it)
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -44,8 +44,17 @@ bench: setup
 	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD)-bench -j $(JOBS) --target bench
 
-install: build
+# Installs the build in $(BUILD), brought up to date.  It is configured first when there is none
+# or when CMAKE_FLAGS are given; otherwise its configuration stays as it is.
+install:
+	@if [ ! -f $(BUILD)/CMakeCache.txt ] || [ -n "$(CMAKE_FLAGS)" ]; then \
+	  $(MAKE) --no-print-directory configure; fi
+	@cmake --build $(BUILD) -j $(JOBS)
 	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+.PHONY: uninstall
+uninstall:
+	@cmake --build $(BUILD) --target uninstall
 
 format:
 	@git ls-files '*.c' '*.h' | xargs clang-format -i
