@@ -22,7 +22,14 @@ configure: setup
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# Only what scripts/demo.sh runs (the plugins and the demo program), its build output kept in
+# $(BUILD)/demo-build.log; on failure the log is printed without the progress lines.
+DEMO_LOG = $(BUILD)/demo-build.log
+demo: configure
+	@echo "tether: building the plugins and the demo program (log: $(DEMO_LOG))"
+	@cmake --build $(BUILD) -j $(JOBS) --target tether_demo_build > $(DEMO_LOG) 2>&1 || \
+	  { grep -Ev '^\[ *[0-9]+%\]|^Scanning dependencies|^Consolidate compiler|(Entering|Leaving) directory' \
+	      $(DEMO_LOG) >&2; echo "tether: the demo's build failed (full log: $(DEMO_LOG))" >&2; exit 1; }
 	@./scripts/demo.sh $(BUILD)
 
 # Every test in the normal build, then the concurrent tests again under TSan.
