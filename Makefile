@@ -2,7 +2,7 @@
 #   make demo    install what is missing, build, run the example
 #   make test    install what is missing, build, run every test (+ TSan run)
 #   make bench   build and run the benchmarks
-#   make install PREFIX=dir
+#   make install PREFIX=dir   (DESTDIR=stage too; make uninstall undoes it)
 
 PREFIX   ?= /usr/local
 BUILD    ?= build
@@ -22,7 +22,14 @@ configure: setup
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# Only what scripts/demo.sh runs (the plugins and the demo program), its build output kept in
+# $(BUILD)/demo-build.log; on failure the log is printed without the progress lines.
+DEMO_LOG = $(BUILD)/demo-build.log
+demo: configure
+	@echo "tether: building the plugins and the demo program (log: $(DEMO_LOG))"
+	@cmake --build $(BUILD) -j $(JOBS) --target tether_demo_build > $(DEMO_LOG) 2>&1 || \
+	  { grep -Ev '^\[ *[0-9]+%\]|^Scanning dependencies|^Consolidate compiler|(Entering|Leaving) directory' \
+	      $(DEMO_LOG) >&2; echo "tether: the demo's build failed (full log: $(DEMO_LOG))" >&2; exit 1; }
 	@./scripts/demo.sh $(BUILD)
 
 # Every test in the normal build, then the concurrent tests again under TSan.
@@ -44,8 +51,17 @@ bench: setup
 	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD)-bench -j $(JOBS) --target bench
 
-install: build
+# Installs the build in $(BUILD), brought up to date.  It is configured first when there is none
+# or when CMAKE_FLAGS are given; otherwise its configuration stays as it is.
+install:
+	@if [ ! -f $(BUILD)/CMakeCache.txt ] || [ -n "$(CMAKE_FLAGS)" ]; then \
+	  $(MAKE) --no-print-directory configure; fi
+	@cmake --build $(BUILD) -j $(JOBS)
 	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+.PHONY: uninstall
+uninstall:
+	@cmake --build $(BUILD) --target uninstall
 
 format:
 	@git ls-files '*.c' '*.h' | xargs clang-format -i

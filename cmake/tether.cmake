@@ -41,3 +41,15 @@ function(tether_finish_bench)
     add_dependencies(bench ${targets})
   endif()
 endfunction()
+
+# Where the plugins are installed: <libdir>/tether (GNUInstallDirs is included first).
+set(TETHER_INSTALL_PLUGINDIR ${CMAKE_INSTALL_LIBDIR}/tether)
+
+# The CUDA toolkit whose ptxas builds the NVIDIA images of libtether-device.a (and the nvptx64
+# builds of the demo and GPU tests): /usr/local/cuda when it has one, else none.  Defined here
+# once, before any part reads it.
+if(EXISTS /usr/local/cuda/bin/ptxas)
+  set(TETHER_CUDA_PATH /usr/local/cuda CACHE PATH "CUDA toolkit with ptxas for nvptx64 builds")
+else()
+  set(TETHER_CUDA_PATH "" CACHE PATH "CUDA toolkit with ptxas for nvptx64 builds")
+endif()

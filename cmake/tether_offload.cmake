@@ -1,7 +1,8 @@
 # Helpers to build OpenMP offload programs with clang-16 (the project C compiler is gcc).
 # Included by tether's test folders; defines:
 #   TETHER_CLANG, TETHER_CLANGXX, TETHER_OBJCOPY   the LLVM 16 tools (empty when missing)
-#   TETHER_CUDA_PATH                               CUDA toolkit with ptxas (empty when missing)
+#   TETHER_CUDA_PATH                               CUDA toolkit with ptxas (empty when missing;
+#                                                  defined in cmake/tether.cmake)
 #   TETHER_OFFLOAD_TARGET                          offload target of the conformance suite:
 #                                                  x86_64 (default) or nvptx64
 #   tether_offload_flags(<target> <out-var>)       the clang flags for x86_64 | nvptx64
@@ -10,11 +11,6 @@ include_guard(GLOBAL)
 find_program(TETHER_CLANG NAMES clang-16 PATHS /usr/lib/llvm-16/bin)
 find_program(TETHER_CLANGXX NAMES clang++-16 PATHS /usr/lib/llvm-16/bin)
 find_program(TETHER_OBJCOPY NAMES llvm-objcopy-16 PATHS /usr/lib/llvm-16/bin)
-if(EXISTS /usr/local/cuda/bin/ptxas)
-  set(TETHER_CUDA_PATH /usr/local/cuda CACHE PATH "CUDA toolkit for nvptx64 offload builds")
-else()
-  set(TETHER_CUDA_PATH "" CACHE PATH "CUDA toolkit for nvptx64 offload builds")
-endif()
 set(TETHER_OFFLOAD_TARGET x86_64 CACHE STRING
     "Offload target the conformance suite is built for: x86_64 or nvptx64")
 set(TETHER_NVPTX_ARCH sm_90 CACHE STRING "GPU architecture for nvptx64 offload builds")
