@@ -21,11 +21,13 @@ file(RELATIVE_PATH tether_run_plugins ${CMAKE_INSTALL_FULL_BINDIR}
 set(tether_run_src ${PROJECT_SOURCE_DIR}/scripts/tether-run)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${tether_run_src})
 file(READ ${tether_run_src} tether_run_text)
-string(FIND "${tether_run_text}" "\nplugins=../lib/tether\n" tether_run_at)
+string(FIND "${tether_run_text}" "\nplugins=../lib/tether\nversion=source-tree\n" tether_run_at)
 if(tether_run_at EQUAL -1)
-  message(FATAL_ERROR "scripts/tether-run has no line 'plugins=../lib/tether' to configure")
+  message(FATAL_ERROR "scripts/tether-run has no lines 'plugins=../lib/tether' and "
+                      "'version=source-tree' to configure")
 endif()
-string(REPLACE "\nplugins=../lib/tether\n" "\nplugins=${tether_run_plugins}\n" tether_run_text
+string(REPLACE "\nplugins=../lib/tether\nversion=source-tree\n"
+       "\nplugins=${tether_run_plugins}\nversion=${PROJECT_VERSION}\n" tether_run_text
        "${tether_run_text}")
 set(tether_run_old "")
 if(EXISTS ${CMAKE_BINARY_DIR}/tether-run)
@@ -33,6 +35,8 @@ if(EXISTS ${CMAKE_BINARY_DIR}/tether-run)
 endif()
 if(NOT tether_run_old STREQUAL tether_run_text)
   file(WRITE ${CMAKE_BINARY_DIR}/tether-run "${tether_run_text}")
+  file(CHMOD ${CMAKE_BINARY_DIR}/tether-run PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
+       GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 endif()
 install(PROGRAMS ${CMAKE_BINARY_DIR}/tether-run DESTINATION ${CMAKE_INSTALL_BINDIR})
 
