@@ -183,6 +183,14 @@ static void heap_say_once(uint32_t what, const char *fmt, uint64_t a, uint64_t b
 
 /* ---- the region map ------------------------------------------------------------------------- */
 
+/* Zeroes n 8-byte words (fresh memory from the host: a GPU's memset of unknown alignment is a
+ * byte loop). */
+static void zero_words(uint64_t *p, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        p[i] = 0;
+}
+
 static struct dev_gran *map_leaf(uint64_t top)
 {
     return (struct dev_gran *)(uintptr_t)dev_load_acquire64(&dev_heap.map[top]);
@@ -197,7 +205,7 @@ static struct dev_gran *map_leaf_make(uint64_t top)
     uint64_t fresh = host_alloc(LEAF_BYTES, UNIT);
     if (fresh == 0)
         return (struct dev_gran *)0;
-    __builtin_memset((void *)(uintptr_t)fresh, 0, LEAF_BYTES);
+    zero_words((uint64_t *)(uintptr_t)fresh, LEAF_BYTES / 8);
     if (dev_cas64(&dev_heap.map[top], 0, fresh))
         return (struct dev_gran *)(uintptr_t)fresh;
     host_free(fresh); /* another thread made it first */
@@ -261,7 +269,7 @@ static bool chunk_init(uint64_t base, uint64_t size)
     c->kind = KIND_CHUNK;
     c->size = size;
     c->used = 1;
-    __builtin_memset(chunk_units(c), 0, 4 * (size >> UNIT_SHIFT));
+    zero_words((uint64_t *)chunk_units(c), (size >> UNIT_SHIFT) / 2); /* 4 bytes a unit */
     return map_add(base, size);
 }
 
