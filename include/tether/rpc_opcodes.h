@@ -98,7 +98,9 @@ struct tether_rpc_write_hdr {
 _Static_assert(sizeof(struct tether_rpc_write_hdr) == 8, "write header layout");
 
 /* ALLOC: ask for `size` bytes of device memory aligned to `align` (a power
- * of two, at most 2 MiB). */
+ * of two, at most 2 MiB); the device library asks for chunks and large blocks
+ * aligned to 64 KiB and aligns blocks within them itself (DEVICE HEAP below).
+ * ptr 0: refused, the host says why once per cause. */
 struct tether_rpc_alloc_req {
     uint64_t size;
     uint64_t align;
@@ -191,6 +193,25 @@ static inline bool tether_rpc_inline_unpack(const uint64_t head[2], uint32_t *st
 }
 
 /*
+ * DEVICE HEAP (libtether-device.a): in target regions malloc, calloc, realloc,
+ * free, aligned_alloc and posix_memalign are the library's, served from
+ * memory the host grants through ALLOC (docs/rpc-services.md section 6).
+ *   - malloc and calloc return 16-byte aligned blocks; aligned_alloc takes
+ *     any power of two up to 2^47 (NULL otherwise, errno EINVAL on x86_64
+ *     offload); posix_memalign any power of two that is a multiple of
+ *     sizeof(void *): EINVAL otherwise, ENOMEM when there is no block, the
+ *     pointer written only on success.
+ *   - No fixed limit on the number or size of live blocks: the heap grows
+ *     while the host grants memory.  When the host refuses (heap_limit of
+ *     tether/rpc.h reached, the device out of memory) the host says why once
+ *     per cause and the calls return NULL (errno ENOMEM on x86_64 offload).
+ *   - free and realloc check the pointer first: a double free, a pointer
+ *     inside a block or into a freed one print one line naming the pointer
+ *     ("tether: free(0x...): double free") on the host's stderr and change
+ *     nothing; a pointer that is not the heap's goes to libc on x86_64
+ *     offload and is reported on GPUs.
+ *   - Thread-safe; lock-free except while a new chunk or slab is made.
+ *
  * Device side (libtether-device.a), callable from OpenMP target regions:
  * calls user opcode `opcode` (TETHER_RPC_OP_USER_FIRST..LAST) with in_size
  * bytes at `in`; the host handler's answer is copied to `out`, at most

@@ -70,6 +70,8 @@ void *tether_device_aligned_alloc(uint64_t align, uint64_t size);
 void tether_device_free(void *ptr);
 void *tether_device_calloc(uint64_t n, uint64_t size);
 void *tether_device_realloc(void *ptr, uint64_t size);
+/* Bytes usable at ptr, the start of a live block of the heap; 0 for anything else. */
+uint64_t tether_device_usable_size(const void *ptr);
 
 #if !RPC_ARCH_SIMT
 /* Host-like targets only (va_list): packs the arguments the way clang packs

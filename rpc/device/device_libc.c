@@ -7,10 +7,12 @@
  * __llvm_omp_vprintf, which calls CUDA's `vprintf(fmt, argbuf)`; linked with
  * -foffload-lto (required: docs/rpc-services.md section 1) that, `malloc` and
  * `free` bind to the definitions here instead of the driver's.
- * Also defined: calloc, realloc, aligned_alloc, puts, fputs, fwrite, fputc, putc, putchar,
- * fflush, exit, abort (GPUs: stdio to the host's stdout/stderr, see TETHER_RPC_HOST_FILE).
+ * Also defined: calloc, realloc, aligned_alloc, posix_memalign, puts, fputs, fwrite, fputc, putc,
+ * putchar, fflush, exit, abort (GPUs: stdio to the host's stdout/stderr, see
+ * TETHER_RPC_HOST_FILE).
  * AMD (clang-16): printf ends in the device runtime (it returns -1 there and
- * cannot be replaced); malloc/free/calloc/realloc/puts/exit/abort are ours.
+ * cannot be replaced); malloc/free/calloc/realloc/aligned_alloc/posix_memalign/puts/exit/abort
+ * are ours.
  * x86_64 offload: the image is a shared object linked -Bsymbolic, so these
  * definitions bind the image's own calls and the host program keeps libc's.
  * printf-family and stdio writes to stdout/stderr go through the server, so
@@ -22,6 +24,7 @@
 
 #if !RPC_ARCH_SIMT
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,20 @@ void *realloc(void *ptr, size_t size)
 void *aligned_alloc(size_t align, size_t size)
 {
     return tether_device_aligned_alloc(align, size);
+}
+
+/* POSIX: EINVAL (22) unless align is a power of two and a multiple of sizeof(void *); ENOMEM
+ * (12) when there is no block; *ptr_p is written only on success. */
+int posix_memalign(void **ptr_p, size_t align, size_t size);
+int posix_memalign(void **ptr_p, size_t align, size_t size)
+{
+    if (align < sizeof(void *) || (align & (align - 1)) != 0)
+        return 22;
+    void *p = tether_device_aligned_alloc(align, size);
+    if (p == (void *)0)
+        return 12;
+    *ptr_p = p;
+    return 0;
 }
 
 int puts(const char *s)
@@ -249,9 +266,17 @@ extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
 extern void *__libc_memalign(size_t, size_t);
 
+/* The heap's result, with errno ENOMEM for no block, as libc's functions do. */
+static void *heap_result(void *p)
+{
+    if (p == NULL)
+        errno = ENOMEM;
+    return p;
+}
+
 void *malloc(size_t size)
 {
-    return attached() ? tether_device_malloc(size) : __libc_malloc(size);
+    return attached() ? heap_result(tether_device_malloc(size)) : __libc_malloc(size);
 }
 
 void free(void *ptr)
@@ -261,28 +286,39 @@ void free(void *ptr)
 
 void *calloc(size_t n, size_t size)
 {
-    return attached() ? tether_device_calloc(n, size) : __libc_calloc(n, size);
+    return attached() ? heap_result(tether_device_calloc(n, size)) : __libc_calloc(n, size);
 }
 
 void *realloc(void *ptr, size_t size)
 {
     if (!attached() && ptr == NULL)
         return __libc_malloc(size);
-    return tether_device_realloc(ptr, size);
+    void *p = tether_device_realloc(ptr, size);
+    return size == 0 ? p : heap_result(p);
 }
 
+/* C17 and POSIX: an alignment that is not a power of two gives NULL with errno EINVAL. */
 void *aligned_alloc(size_t align, size_t size)
 {
-    return attached() ? tether_device_aligned_alloc(align, size) : __libc_memalign(align, size);
+    if (align == 0 || (align & (align - 1)) != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return attached() ? heap_result(tether_device_aligned_alloc(align, size))
+                      : __libc_memalign(align, size);
 }
 
+/* POSIX: EINVAL unless align is a power of two and a multiple of sizeof(void *); ENOMEM when
+ * there is no block; *ptr_p is written only on success, errno is left alone. */
 int posix_memalign(void **ptr_p, size_t align, size_t size)
 {
     if (align < sizeof(void *) || (align & (align - 1)) != 0)
-        return 22; /* EINVAL */
+        return EINVAL;
+    int saved = errno;
     void *p = aligned_alloc(align, size);
+    errno = saved;
     if (p == NULL)
-        return 12; /* ENOMEM */
+        return ENOMEM;
     *ptr_p = p;
     return 0;
 }

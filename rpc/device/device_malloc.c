@@ -3,22 +3,35 @@
  * round trip in the common case, refilled in large chunks through RPC.
  *
  * Memory comes from the host (TETHER_RPC_OP_ALLOC) as chunks of 8 MiB,
- * doubling up to 256 MiB, carved into 64 KiB units:
+ * doubling up to 256 MiB, carved into 64 KiB units; a chunk's first unit
+ * holds its header and a word per unit saying what starts there:
  *   small  (<= 8 KiB): 18 size classes; a slab is one unit with a header, a
  *          bitmap of used blocks and a free count.  Allocation reserves a
  *          block by decrementing the free count, then claims a bit: no locks,
  *          no ABA.  Slabs of a class form an append-only list; a hint points
  *          at one that recently had room (set again when a free makes room).
- *   medium (<= 1 MiB): spans of 1..16 units (power of two) with a header;
- *          freed spans go on a per-size stack whose head carries a 16-bit tag
- *          in the low bits (spans are 64 KiB aligned), so pops are ABA-safe.
+ *   medium (<= 1 MiB with the header): spans of 1..16 units (power of two)
+ *          with a header; freed spans go on a per-size stack whose head
+ *          carries a 16-bit tag in the low bits (spans are 64 KiB aligned),
+ *          so pops are ABA-safe.
  *   large  (> 1 MiB): one ALLOC call per block; freed blocks are kept on a
- *          stack per power of two and reused (see large_alloc).
- * Every chunk and large block is listed in a region table, so free() checks
- * that a pointer is ours before it reads a header (host offload: a pointer
- * from libc's malloc, e.g. from strdup, goes to libc's free).  Memory is
- * reused, never returned before the server shuts down, and the heap is not
- * limited by a fixed size: it grows while the host grants chunks.
+ *          stack per size class and reused (see large_alloc).
+ * Spans and large blocks carry a state word (live or free, and a count of
+ * reuses), changed by compare-and-swap: a second free of a block finds it
+ * free and is reported, never pushed twice.
+ *
+ * Every chunk and large block is entered in a region map keyed by address
+ * (two levels over 1 MiB granules, the leaves allocated from the host on
+ * demand), so free() finds the region of any pointer in a few loads, however
+ * many regions there are, and checks that the pointer starts a live block
+ * before it changes anything.  A pointer that is not the heap's goes to
+ * libc's free on host offload (a pointer from strdup in the image) and is
+ * reported on GPUs.  Bad frees (double, interior, into a freed block) print
+ * one line with the address on the host's stderr and change nothing.
+ *
+ * Memory is reused, never returned before the server shuts down, and the heap
+ * is not limited by a fixed size: it grows while the host grants memory.  A
+ * refusal is said once by the host (rpc_services.c), with its cause.
  *
  * Known limit: refilling a chunk takes a try-lock; the other threads that
  * need a chunk at that moment wait for it.  Correct on NVIDIA sm_70+
@@ -42,40 +55,54 @@ extern void *__libc_realloc(void *, size_t);
 #define LARGE_MIN_LOG 20                  /* large blocks are > 1 MiB */
 #define NLARGE ((48 - LARGE_MIN_LOG) * 4) /* size classes of large blocks */
 #define SPAN_MAX (16 * UNIT)
-#define HDR 64u /* span/large header; user data starts at `offset` >= HDR */
+#define HDR 64u /* span/large header; user data starts at `first` >= HDR */
 #define CHUNK_FIRST (8ull << 20)
 #define CHUNK_MAX (256ull << 20)
-#define NREGIONS 1024
-#define MAGIC 0x70616568u /* "heap" */
+#define BLOCK_MAX (1ull << 47) /* largest size and alignment of a request */
+#define MAGIC 0x70616568u      /* "heap" */
 
-enum { KIND_SLAB = 1, KIND_SPAN = 2, KIND_LARGE = 3 };
-/* Region slot states: the low 2 bits of `state`; the rest counts reuses, so
- * a reader can tell that a slot changed under it (a seqlock). */
-enum { REG_FREE = 0, REG_BUSY = 1, REG_LIVE = 2, REG_DEAD = 3 };
-#define REG_STATE(s) ((s)&3u)
-#define REG_GEN 4u
+/* The region map: device addresses below 2^48, in granules of 1 MiB; a leaf of 2^14 granules
+ * (256 KiB) covers 16 GiB of addresses, the top level (128 KiB) all 2^48. */
+#define MAP_ADDR_BITS 48
+#define GRAN_SHIFT 20
+#define LEAF_BITS 14
+#define TOP_BITS (MAP_ADDR_BITS - GRAN_SHIFT - LEAF_BITS)
+
+enum { KIND_SLAB = 1, KIND_SPAN = 2, KIND_LARGE = 3, KIND_CHUNK = 4 };
+/* State of a span or large block: the low 2 bits; the rest counts reuses, so a free that read
+ * the state before a reuse fails its compare-and-swap. */
+enum { BLK_LIVE = 1, BLK_FREE = 2 };
+#define BLK_STATE(s) ((s)&3u)
+#define BLK_GEN 4u
+
+/* Things said at most once per process (dev_heap.said). */
+enum { SAID_TOO_BIG = 1, SAID_ADDRESS = 2 };
 
 DEV_BEGIN
 
 static const uint32_t class_size[NCLASSES] = {16,  32,  48,   64,   96,   128,  192,  256,  384,
                                               512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
 
-/* Header at the start of every slab, span and large block (64 KiB aligned). */
+/* Header at the start of every slab, span, large block and chunk (64 KiB aligned). */
 struct dev_block_hdr {
     uint32_t magic;
     uint32_t kind;
-    uint32_t cls;     /* slab: class; span: bucket */
+    uint32_t cls;     /* slab: class; span: bucket; large: size class */
     uint32_t block;   /* slab: block size */
     uint32_t nblocks; /* slab */
     int32_t nfree;    /* slab: blocks not reserved */
     uint32_t first;   /* slab: offset of block 0; span/large: offset of the user data */
     uint32_t hint;    /* slab: bitmap word to scan first */
-    uint64_t next;    /* slab: next slab of the class; span: next free span */
-    uint64_t size;    /* span/large: bytes from the header to the end */
-    uint64_t reserved[2];
-    /* slab: the bitmap of used blocks follows (slab_bitmap) */
+    uint64_t next;    /* slab: next slab of the class; span/large: next free block */
+    uint64_t size;    /* span/large/chunk: bytes from the header to the end */
+    uint32_t state;   /* span/large: BLK_LIVE or BLK_FREE plus a count of reuses */
+    uint32_t pad;
+    uint64_t used; /* chunk: units carved (unit 0 is the chunk's own) */
+    /* slab: the bitmap of used blocks follows (slab_bitmap); chunk: the unit words */
 };
 _Static_assert(sizeof(struct dev_block_hdr) == 64, "block header");
+_Static_assert(sizeof(struct dev_block_hdr) + 4 * (CHUNK_MAX / UNIT) <= UNIT,
+               "a chunk's header and unit words fit its first unit");
 
 /* The bitmap after a slab header (not a flexible array member: clang-16's
  * OpenMP device compile rejects indexing those). */
@@ -84,42 +111,39 @@ static uint32_t *slab_bitmap(struct dev_block_hdr *s)
     return (uint32_t *)(s + 1);
 }
 
-/* A chunk or large block.  base/size/kind are written while the slot is
- * BUSY and read atomically between two loads of `state`. */
-struct dev_region {
-    uint64_t base;
-    uint64_t size;
-    uint64_t used; /* chunk: units carved */
-    uint32_t state;
-    uint32_t kind; /* KIND_SLAB (a chunk) or KIND_LARGE */
-};
+/* A word per unit of a chunk: KIND_SLAB for a slab; for the units of a span KIND_SPAN plus the
+ * unit's index in the span << 4 (user data aligned to 64 KiB or more starts past the span's
+ * first unit); 0 for the chunk's own unit and units not carved yet. */
+static uint32_t *chunk_units(struct dev_block_hdr *c)
+{
+    return (uint32_t *)(c + 1);
+}
 
-/* What region_find saw. */
-struct dev_region_view {
-    struct dev_region *r;
-    uint64_t base;
-    uint64_t size;
-    uint32_t kind;
-    uint32_t state;
+/* A granule of the region map: `lo` is the base of the region holding the granule's first byte,
+ * `hi` the base of a region that starts inside the granule (0: none).  Regions are larger than a
+ * granule, so no third one can meet it. */
+struct dev_gran {
+    uint64_t lo;
+    uint64_t hi;
 };
+#define LEAF_BYTES ((1ull << LEAF_BITS) * sizeof(struct dev_gran))
 
 struct dev_heap {
-    uint64_t nregions;    /* slots ever used */
-    uint64_t cur;         /* region index + 1 of the chunk being carved, 0: none */
+    uint64_t cur;         /* base of the chunk being carved, 0: none */
     uint32_t refill_lock; /* 1 while a thread asks the host for a chunk */
-    uint32_t pad;
-    uint64_t next_chunk; /* size of the next chunk, 0: CHUNK_FIRST */
+    uint32_t said;        /* SAID_* bits */
+    uint64_t next_chunk;  /* size of the next chunk, 0: CHUNK_FIRST */
     uint64_t class_head[NCLASSES];
     uint64_t class_hint[NCLASSES];
     uint32_t class_grow[NCLASSES]; /* 1 while a thread makes a new slab of the class */
     uint64_t span_free[NBUCKETS];  /* tagged stack heads */
     uint64_t large_free[NLARGE];   /* tagged stack heads */
-    struct dev_region regions[NREGIONS];
+    uint64_t map[1u << TOP_BITS];  /* region map leaves (struct dev_gran[1 << LEAF_BITS]) */
 };
 
 static struct dev_heap dev_heap;
 
-/* ---- host calls ---------------------------------------------------------------------------- */
+/* ---- host calls and reports ---------------------------------------------------------------- */
 
 static uint64_t host_alloc(uint64_t size, uint64_t align)
 {
@@ -143,82 +167,129 @@ static void host_free(uint64_t ptr)
                        (uint32_t *)0);
 }
 
-/* ---- regions -------------------------------------------------------------------------------- */
-
-static struct dev_region *region_add(uint64_t base, uint64_t size, uint32_t kind)
+/* One line on the host's stderr with two numbers (fire-and-forget). */
+static void heap_say(const char *fmt, uint64_t a, uint64_t b)
 {
-    struct dev_heap *h = &dev_heap;
-    uint64_t n = dev_load_acquire64(&h->nregions);
-    struct dev_region *r = (struct dev_region *)0;
-    uint32_t gen = 0;
-    for (uint64_t i = 0; i < n && i < NREGIONS && r == (struct dev_region *)0; i++) {
-        struct dev_region *c = &h->regions[i];
-        uint32_t st = dev_load_relaxed32(&c->state);
-        if (REG_STATE(st) == REG_DEAD &&
-            dev_cas32(&c->state, st, st - REG_DEAD + REG_GEN + REG_BUSY)) {
-            r = c;
-            gen = st - REG_DEAD + REG_GEN;
-        }
-    }
-    if (r == (struct dev_region *)0) {
-        uint64_t i = dev_fetch_add64(&h->nregions, 1);
-        if (i >= NREGIONS)
-            return (struct dev_region *)0;
-        r = &h->regions[i];
-    }
-    dev_store_relaxed64(&r->base, base);
-    dev_store_relaxed64(&r->size, size);
-    dev_store_relaxed64(&r->used, 0);
-    dev_store_relaxed32(&r->kind, kind);
-    dev_store_release32(&r->state, gen + REG_LIVE);
-    return r;
+    uint64_t args[2] = {a, b};
+    tether_device_printf_packed(TETHER_RPC_STDERR, fmt, args, sizeof args);
 }
 
-/* Finds the live region holding p (a seqlock read of each slot). */
-static bool region_find(uint64_t p, struct dev_region_view *v)
+/* The same, the first time only (`what`: a SAID_* bit). */
+static void heap_say_once(uint32_t what, const char *fmt, uint64_t a, uint64_t b)
 {
-    struct dev_heap *h = &dev_heap;
-    uint64_t n = dev_load_acquire64(&h->nregions);
-    if (n > NREGIONS)
-        n = NREGIONS;
-    for (uint64_t i = 0; i < n; i++) {
-        struct dev_region *r = &h->regions[i];
-        for (;;) {
-            uint32_t s1 = dev_load_acquire32(&r->state);
-            if (REG_STATE(s1) != REG_LIVE)
-                break;
-            uint64_t base = dev_seq_load64(&r->base);
-            uint64_t size = dev_seq_load64(&r->size);
-            uint32_t kind = dev_seq_load32(&r->kind);
-            dev_seq_fence();
-            if (dev_load_relaxed32(&r->state) != s1)
-                continue; /* reused meanwhile: read again */
-            if (p >= base && p - base < size) {
-                *v = (struct dev_region_view){r, base, size, kind, s1};
-                return true;
-            }
-            break;
-        }
+    if ((dev_fetch_or32(&dev_heap.said, what) & what) == 0)
+        heap_say(fmt, a, b);
+}
+
+/* ---- the region map ------------------------------------------------------------------------- */
+
+/* Zeroes n 8-byte words (fresh memory from the host: a GPU's memset of unknown alignment is a
+ * byte loop). */
+static void zero_words(uint64_t *p, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        p[i] = 0;
+}
+
+static struct dev_gran *map_leaf(uint64_t top)
+{
+    return (struct dev_gran *)(uintptr_t)dev_load_acquire64(&dev_heap.map[top]);
+}
+
+/* The leaf of top-level slot `top`, made (from the host, zeroed) if there is none. */
+static struct dev_gran *map_leaf_make(uint64_t top)
+{
+    struct dev_gran *leaf = map_leaf(top);
+    if (leaf != (struct dev_gran *)0)
+        return leaf;
+    uint64_t fresh = host_alloc(LEAF_BYTES, UNIT);
+    if (fresh == 0)
+        return (struct dev_gran *)0;
+    zero_words((uint64_t *)(uintptr_t)fresh, LEAF_BYTES / 8);
+    if (dev_cas64(&dev_heap.map[top], 0, fresh))
+        return (struct dev_gran *)(uintptr_t)fresh;
+    host_free(fresh); /* another thread made it first */
+    return map_leaf(top);
+}
+
+/* Enters the region [base, base + size) (its header written, size > one granule) in the map.
+ * False when a leaf could not be had (the host said why) or the address is beyond the map. */
+static bool map_add(uint64_t base, uint64_t size)
+{
+    if (base + size > (1ull << MAP_ADDR_BITS) || base + size < base) {
+        heap_say_once(SAID_ADDRESS,
+                      "tether: device heap: the host gave memory at 0x%llx, beyond the heap's "
+                      "2^48 bytes of addresses; it is not used (said once)\n",
+                      base, 0);
+        return false;
     }
-    return false;
+    uint64_t g0 = base >> GRAN_SHIFT;
+    uint64_t g1 = (base + size - 1) >> GRAN_SHIFT;
+    for (uint64_t t = g0 >> LEAF_BITS; t <= g1 >> LEAF_BITS; t++)
+        if (map_leaf_make(t) == (struct dev_gran *)0)
+            return false;
+    for (uint64_t g = g0; g <= g1; g++) {
+        struct dev_gran *e = &map_leaf(g >> LEAF_BITS)[g & ((1u << LEAF_BITS) - 1)];
+        if (g == g0 && (base & ((1ull << GRAN_SHIFT) - 1)) != 0)
+            dev_store_release64(&e->hi, base);
+        else
+            dev_store_release64(&e->lo, base);
+    }
+    return true;
+}
+
+/* The header of the chunk or large block holding p, or NULL if p is not the heap's. */
+static struct dev_block_hdr *map_find(uint64_t p)
+{
+    if ((p >> MAP_ADDR_BITS) != 0)
+        return (struct dev_block_hdr *)0;
+    uint64_t g = p >> GRAN_SHIFT;
+    struct dev_gran *leaf = map_leaf(g >> LEAF_BITS);
+    if (leaf == (struct dev_gran *)0)
+        return (struct dev_block_hdr *)0;
+    struct dev_gran *e = &leaf[g & ((1u << LEAF_BITS) - 1)];
+    uint64_t base = dev_load_acquire64(&e->hi);
+    if (base == 0 || p < base)
+        base = dev_load_acquire64(&e->lo);
+    if (base == 0)
+        return (struct dev_block_hdr *)0;
+    struct dev_block_hdr *r = (struct dev_block_hdr *)(uintptr_t)base;
+    if (p - base >= r->size)
+        return (struct dev_block_hdr *)0; /* past the end of a region that ends in this granule */
+    return r;
 }
 
 /* ---- chunks --------------------------------------------------------------------------------- */
 
-/* Carves `units` 64 KiB units from the current chunk, refilling it from the
- * host when it runs out.  Returns the address or 0 when the host has no more. */
-static uint64_t carve(uint64_t units)
+/* Writes a new chunk's header and unit words and enters it in the map. */
+static bool chunk_init(uint64_t base, uint64_t size)
+{
+    struct dev_block_hdr *c = (struct dev_block_hdr *)(uintptr_t)base;
+    c->magic = MAGIC;
+    c->kind = KIND_CHUNK;
+    c->size = size;
+    c->used = 1;
+    zero_words((uint64_t *)chunk_units(c), (size >> UNIT_SHIFT) / 2); /* 4 bytes a unit */
+    return map_add(base, size);
+}
+
+/* Carves `units` 64 KiB units from the current chunk, refilling it from the host when it runs
+ * out.  Returns the address, with the unit's word of the chunk in *word_p, or 0 when the host has
+ * no more. */
+static uint64_t carve(uint64_t units, uint32_t **word_p)
 {
     struct dev_heap *h = &dev_heap;
     for (;;) {
         uint64_t cur = dev_load_acquire64(&h->cur);
         if (cur != 0) {
-            struct dev_region *r = &h->regions[cur - 1]; /* chunks never die */
-            uint64_t total = dev_load_relaxed64(&r->size) >> UNIT_SHIFT;
-            if (dev_load_relaxed64(&r->used) + units <= total) {
-                uint64_t at = dev_fetch_add64(&r->used, units);
-                if (at + units <= total)
-                    return dev_load_relaxed64(&r->base) + (at << UNIT_SHIFT);
+            struct dev_block_hdr *c = (struct dev_block_hdr *)(uintptr_t)cur;
+            uint64_t total = c->size >> UNIT_SHIFT;
+            if (dev_load_relaxed64(&c->used) + units <= total) {
+                uint64_t at = dev_fetch_add64(&c->used, units);
+                if (at + units <= total) {
+                    *word_p = &chunk_units(c)[at];
+                    return cur + (at << UNIT_SHIFT);
+                }
             }
         }
         /* The chunk is used up: one thread asks the host for the next one. */
@@ -232,18 +303,17 @@ static uint64_t carve(uint64_t units)
             continue;
         }
         uint64_t size = h->next_chunk ? h->next_chunk : CHUNK_FIRST;
-        while (size < (units << UNIT_SHIFT))
+        while (size < ((units + 1) << UNIT_SHIFT))
             size *= 2;
         uint64_t base = host_alloc(size, UNIT);
-        struct dev_region *r = base ? region_add(base, size, KIND_SLAB) : (struct dev_region *)0;
-        if (r == (struct dev_region *)0) {
+        if (base == 0 || !chunk_init(base, size)) {
             if (base != 0)
                 host_free(base);
             dev_store_release32(&h->refill_lock, 0u);
             return 0;
         }
         h->next_chunk = size < CHUNK_MAX ? 2 * size : CHUNK_MAX;
-        dev_store_release64(&h->cur, (uint64_t)(r - h->regions) + 1);
+        dev_store_release64(&h->cur, base);
         dev_store_release32(&h->refill_lock, 0u);
     }
 }
@@ -290,7 +360,8 @@ static uint64_t slab_take(struct dev_block_hdr *s)
 
 static struct dev_block_hdr *slab_new(uint32_t cls)
 {
-    uint64_t base = carve(1);
+    uint32_t *word;
+    uint64_t base = carve(1, &word);
     if (base == 0)
         return (struct dev_block_hdr *)0;
     struct dev_block_hdr *s = (struct dev_block_hdr *)(uintptr_t)base;
@@ -318,6 +389,7 @@ static struct dev_block_hdr *slab_new(uint32_t cls)
         slab_bitmap(s)[words - 1] = ~0u << (n % 32); /* bits past the last block: never free */
     slab_bitmap(s)[0] |= 1u;                         /* block 0 is the caller's */
     s->nfree = (int32_t)n - 1;
+    dev_store_release32(word, KIND_SLAB);
     /* Publish: append to the class list, then point the hint at it. */
     struct dev_heap *h = &dev_heap;
     for (;;) {
@@ -397,28 +469,49 @@ static void *small_alloc(uint64_t size)
     }
 }
 
-/* One line on the host's stderr naming the pointer (fire-and-forget). */
-static void heap_complain(const char *fmt, uint64_t p)
-{
-    tether_device_printf_packed(TETHER_RPC_STDERR, fmt, &p, sizeof p);
-}
+/* ---- bad pointers --------------------------------------------------------------------------- */
 
-static void small_free(struct dev_block_hdr *s, uint64_t p)
+/* What is wrong with a pointer given to free or realloc. */
+enum heap_bad {
+    BAD_DOUBLE,    /* the start of a block that is free */
+    BAD_IN_FREED,  /* inside a block that is free */
+    BAD_NOT_START, /* inside a block, or in the heap but in no block */
+    BAD_FOREIGN,   /* not the heap's (GPUs) */
+    BAD_SHARED,    /* NVIDIA: a shared-memory address */
+    BAD_LOCAL,     /* NVIDIA: a stack address */
+};
+
+/* One line naming the call and the pointer. */
+static void heap_report(bool realloc_, enum heap_bad why, uint64_t p)
 {
-    uint64_t off = p - (uint64_t)(uintptr_t)s;
-    if (off < s->first || (off - s->first) % s->block != 0 ||
-        (off - s->first) / s->block >= s->nblocks) {
-        heap_complain("tether: free(%p): not the start of a block\n", p);
-        return;
+    const char *fmt;
+    switch (why) {
+    case BAD_DOUBLE:
+        fmt = realloc_ ? "tether: realloc(%p): the block was freed\n"
+                       : "tether: free(%p): double free\n";
+        break;
+    case BAD_IN_FREED:
+        fmt = realloc_ ? "tether: realloc(%p): inside a freed block\n"
+                       : "tether: free(%p): inside a freed block\n";
+        break;
+    case BAD_NOT_START:
+        fmt = realloc_ ? "tether: realloc(%p): not the start of a block\n"
+                       : "tether: free(%p): not the start of a block\n";
+        break;
+    case BAD_SHARED:
+        fmt = realloc_ ? "tether: realloc(%p): a shared-memory address, not from the device heap\n"
+                       : "tether: free(%p): a shared-memory address, not from the device heap\n";
+        break;
+    case BAD_LOCAL:
+        fmt = realloc_ ? "tether: realloc(%p): a stack address, not from the device heap\n"
+                       : "tether: free(%p): a stack address, not from the device heap\n";
+        break;
+    default:
+        fmt = realloc_ ? "tether: realloc(%p): pointer not from the device heap\n"
+                       : "tether: free(%p): pointer not from the device heap\n";
+        break;
     }
-    uint32_t i = (uint32_t)((off - s->first) / s->block);
-    uint32_t old = dev_fetch_and32(&slab_bitmap(s)[i / 32], ~(1u << (i % 32)));
-    if ((old & (1u << (i % 32))) == 0) {
-        heap_complain("tether: free(%p): double free\n", p);
-        return;
-    }
-    if (dev_fetch_add32(&s->nfree, 1) == 0) /* it was full: point allocations at it */
-        dev_store_release64(&dev_heap.class_hint[s->cls], (uint64_t)(uintptr_t)s);
+    heap_say(fmt, p, 0);
 }
 
 /* ---- spans and large blocks ----------------------------------------------------------------- */
@@ -460,34 +553,76 @@ static void stack_push(uint64_t *head, struct dev_block_hdr *s)
     }
 }
 
-static struct dev_block_hdr *span_pop(uint32_t b)
+/* Bytes from a span or large block's header to user data aligned to `align`: at least HDR, at
+ * most max(align, HDR) (the header is 64 KiB aligned). */
+static uint64_t block_offset(uint64_t base, uint64_t align)
 {
-    return stack_pop(&dev_heap.span_free[b]);
+    if (align <= HDR)
+        return HDR;
+    uint64_t off = (align - (base & (align - 1))) & (align - 1);
+    return off < HDR ? off + align : off;
 }
 
-static void span_push(struct dev_block_hdr *s)
+/* Hands out a free span or large block (ours alone: just popped or made). */
+static void *block_take(struct dev_block_hdr *s, uint64_t align)
 {
-    stack_push(&dev_heap.span_free[s->cls], s);
+    uint64_t base = (uint64_t)(uintptr_t)s;
+    uint64_t off = block_offset(base, align);
+    dev_store_relaxed32(&s->first, (uint32_t)off);
+    dev_store_relaxed64(&s->next, 0);
+    uint32_t st = dev_load_relaxed32(&s->state);
+    dev_store_release32(&s->state, st - BLK_STATE(st) + BLK_GEN + BLK_LIVE);
+    return (void *)(uintptr_t)(base + off);
 }
 
-static void *span_alloc(uint64_t size, uint64_t offset)
+/* Marks the block of header s free if p is its user pointer and it is live; else reports why
+ * and returns false.  Of frees racing on one block, exactly one succeeds. */
+static bool block_release(struct dev_block_hdr *s, uint64_t p)
 {
-    uint64_t units = (size + offset + UNIT - 1) >> UNIT_SHIFT;
+    for (;;) {
+        uint32_t st = dev_load_acquire32(&s->state);
+        uint64_t user = (uint64_t)(uintptr_t)s + dev_load_relaxed32(&s->first);
+        if (BLK_STATE(st) != BLK_LIVE) {
+            heap_report(false, p == user ? BAD_DOUBLE : BAD_IN_FREED, p);
+            return false;
+        }
+        if (p != user) {
+            heap_report(false, BAD_NOT_START, p);
+            return false;
+        }
+        if (dev_cas32(&s->state, st, st - BLK_LIVE + BLK_FREE))
+            return true;
+    }
+}
+
+/* The words a span or large block starts with, before it is first handed out. */
+static void block_init(struct dev_block_hdr *s, uint32_t kind, uint32_t cls, uint64_t size)
+{
+    s->magic = MAGIC;
+    s->kind = kind;
+    s->cls = cls;
+    s->size = size;
+    s->first = HDR;
+    s->state = BLK_FREE;
+}
+
+static void *span_alloc(uint64_t size, uint64_t align)
+{
+    uint64_t worst = align > HDR ? align : HDR;
+    uint64_t units = (size + worst + UNIT - 1) >> UNIT_SHIFT;
     uint32_t b = span_bucket(units);
-    struct dev_block_hdr *s = span_pop(b);
+    struct dev_block_hdr *s = stack_pop(&dev_heap.span_free[b]);
     if (s == (struct dev_block_hdr *)0) {
-        uint64_t base = carve(1ull << b);
+        uint32_t *word;
+        uint64_t base = carve(1ull << b, &word);
         if (base == 0)
             return (void *)0;
         s = (struct dev_block_hdr *)(uintptr_t)base;
-        s->magic = MAGIC;
-        s->kind = KIND_SPAN;
-        s->cls = b;
-        s->size = (1ull << b) << UNIT_SHIFT;
+        block_init(s, KIND_SPAN, b, (1ull << b) << UNIT_SHIFT);
+        for (uint32_t u = 1u << b; u-- > 0;) /* the first unit last */
+            dev_store_release32(&word[u], KIND_SPAN | u << 4);
     }
-    s->first = (uint32_t)offset;
-    dev_store_relaxed64(&s->next, 0);
-    return (void *)((uintptr_t)s + offset);
+    return block_take(s, align);
 }
 
 static uint32_t log2_floor(uint64_t n)
@@ -514,52 +649,47 @@ static uint32_t large_class(uint64_t total, uint64_t *cap_p)
  * stack of their size class, reused by the next request of that class,
  * handed back only when the server shuts down.  So a kernel that allocates
  * and frees big buffers in a loop costs one host call per size class, and
- * the host never frees device memory while a kernel runs. */
-static void *large_alloc(uint64_t size, uint64_t offset)
+ * the host never frees device memory while a kernel runs.  A class holds
+ * room for the request and its worst alignment offset, whatever the base. */
+static void *large_alloc(uint64_t size, uint64_t align)
 {
     uint64_t cap;
-    uint32_t c = large_class(size + offset, &cap);
-    if (c >= NLARGE)
-        return (void *)0;
+    uint32_t c = large_class(size + (align > HDR ? align : HDR), &cap);
     struct dev_block_hdr *s = stack_pop(&dev_heap.large_free[c]);
     if (s == (struct dev_block_hdr *)0) {
         uint64_t base = host_alloc(cap, UNIT);
         if (base == 0)
             return (void *)0;
-        if (region_add(base, cap, KIND_LARGE) == (struct dev_region *)0) {
+        s = (struct dev_block_hdr *)(uintptr_t)base;
+        block_init(s, KIND_LARGE, c, cap);
+        if (!map_add(base, cap)) {
             host_free(base);
             return (void *)0;
         }
-        s = (struct dev_block_hdr *)(uintptr_t)base;
-        s->magic = MAGIC;
-        s->kind = KIND_LARGE;
-        s->cls = c;
-        s->size = cap;
     }
-    s->first = (uint32_t)offset;
-    dev_store_relaxed64(&s->next, 0);
-    return (void *)((uintptr_t)s + offset);
-}
-
-static void large_free(struct dev_block_hdr *s)
-{
-    stack_push(&dev_heap.large_free[s->cls], s);
+    return block_take(s, align);
 }
 
 /* ---- API ------------------------------------------------------------------------------------ */
 
+/* align: a power of two. */
 static void *heap_alloc(uint64_t size, uint64_t align)
 {
     if (!tether_device_attached())
         return (void *)0;
-    if (size > (1ull << 47) || align > UNIT / 2)
-        return (void *)0;
     if (align <= 16 && size <= SMALL_MAX)
         return small_alloc(size == 0 ? 1 : size);
-    uint64_t offset = align > HDR ? align : HDR;
-    if (size + offset <= SPAN_MAX)
-        return span_alloc(size, offset);
-    return large_alloc(size, offset);
+    uint64_t worst = align > HDR ? align : HDR; /* most bytes before the user data */
+    if (worst > BLOCK_MAX || size > BLOCK_MAX - worst) {
+        heap_say_once(SAID_TOO_BIG,
+                      "tether: malloc(%llu) aligned to %llu: larger than the device heap's "
+                      "largest block (2^47 bytes); said once\n",
+                      size, align);
+        return (void *)0;
+    }
+    if (size + worst <= SPAN_MAX)
+        return span_alloc(size, align);
+    return large_alloc(size, align);
 }
 
 void *tether_device_malloc(uint64_t size)
@@ -584,19 +714,59 @@ void *tether_device_calloc(uint64_t n, uint64_t size)
     return p;
 }
 
-/* The header of a block we handed out, or NULL if p is not ours. */
-static struct dev_block_hdr *block_of(uint64_t p, struct dev_region_view *v)
+/* Where a pointer lies. */
+enum heap_at {
+    AT_FOREIGN, /* not in the heap */
+    AT_NONE,    /* in a chunk, but in no slab or span */
+    AT_SLAB,    /* in the slab *s_p */
+    AT_BLOCK,   /* in the span or large block *s_p */
+};
+
+static enum heap_at heap_locate(uint64_t p, struct dev_block_hdr **s_p)
 {
-    if (!region_find(p, v))
-        return (struct dev_block_hdr *)0;
-    struct dev_block_hdr *s = (struct dev_block_hdr *)(uintptr_t)(p & ~(UNIT - 1));
-    if (v->kind == KIND_LARGE)
-        s = (struct dev_block_hdr *)(uintptr_t)v->base;
-    if (s->magic != MAGIC)
-        return (struct dev_block_hdr *)0;
-    return s;
+    struct dev_block_hdr *r = map_find(p);
+    if (r == (struct dev_block_hdr *)0)
+        return AT_FOREIGN;
+    if (r->kind == KIND_LARGE) {
+        *s_p = r;
+        return AT_BLOCK;
+    }
+    uint64_t u = (p - (uint64_t)(uintptr_t)r) >> UNIT_SHIFT;
+    uint32_t word = u != 0 ? dev_load_acquire32(&chunk_units(r)[u]) : 0;
+    if (word == 0)
+        return AT_NONE;
+    *s_p = (struct dev_block_hdr *)((uintptr_t)r + ((u - (word >> 4)) << UNIT_SHIFT));
+    return (word & 15u) == KIND_SLAB ? AT_SLAB : AT_BLOCK;
 }
 
+/* The index of the slab block starting at p, or -1 if p starts none. */
+static int64_t slab_index(const struct dev_block_hdr *s, uint64_t p)
+{
+    uint64_t off = p - (uint64_t)(uintptr_t)s;
+    if (off < s->first || (off - s->first) % s->block != 0 ||
+        (off - s->first) / s->block >= s->nblocks)
+        return -1;
+    return (int64_t)((off - s->first) / s->block);
+}
+
+static void small_free(struct dev_block_hdr *s, uint64_t p)
+{
+    int64_t i = slab_index(s, p);
+    if (i < 0) {
+        heap_report(false, BAD_NOT_START, p);
+        return;
+    }
+    uint32_t bit = 1u << (i % 32);
+    uint32_t old = dev_fetch_and32(&slab_bitmap(s)[i / 32], ~bit);
+    if ((old & bit) == 0) {
+        heap_report(false, BAD_DOUBLE, p);
+        return;
+    }
+    if (dev_fetch_add32(&s->nfree, 1) == 0) /* it was full: point allocations at it */
+        dev_store_release64(&dev_heap.class_hint[s->cls], (uint64_t)(uintptr_t)s);
+}
+
+/* A pointer that is not the heap's: libc's on host offload; reported on GPUs. */
 static void foreign_free(void *ptr)
 {
 #if RPC_ARCH_SIMT
@@ -608,15 +778,15 @@ static void foreign_free(void *ptr)
             : "l"(p));
     __asm__("{ .reg .pred q; isspacep.local q, %1; selp.u32 %0, 1, 0, q; }" : "=r"(local) : "l"(p));
     if (shared) {
-        heap_complain("tether: free(%p): a shared-memory address, not from the device heap\n", p);
+        heap_report(false, BAD_SHARED, p);
         return;
     }
     if (local) {
-        heap_complain("tether: free(%p): a stack address, not from the device heap\n", p);
+        heap_report(false, BAD_LOCAL, p);
         return;
     }
 #endif
-    heap_complain("tether: free(%p): pointer not from the device heap\n", p);
+    heap_report(false, BAD_FOREIGN, p);
 #else
     __libc_free(ptr);
 #endif
@@ -627,26 +797,58 @@ void tether_device_free(void *ptr)
     if (ptr == (void *)0)
         return;
     uint64_t p = (uint64_t)(uintptr_t)ptr;
-    struct dev_region_view v;
-    struct dev_block_hdr *s = block_of(p, &v);
-    if (s == (struct dev_block_hdr *)0) {
+    struct dev_block_hdr *s = (struct dev_block_hdr *)0;
+    switch (heap_locate(p, &s)) {
+    case AT_FOREIGN:
         foreign_free(ptr);
         return;
-    }
-    switch (s->kind) {
-    case KIND_SLAB:
+    case AT_NONE:
+        heap_report(false, BAD_NOT_START, p);
+        return;
+    case AT_SLAB:
         small_free(s, p);
         return;
-    case KIND_SPAN:
-        span_push(s);
-        return;
-    case KIND_LARGE:
-        large_free(s);
-        return;
-    default:
-        foreign_free(ptr);
+    case AT_BLOCK:
+        if (block_release(s, p))
+            stack_push(s->kind == KIND_LARGE ? &dev_heap.large_free[s->cls]
+                                             : &dev_heap.span_free[s->cls],
+                       s);
         return;
     }
+}
+
+/* Bytes usable at p, the start of a live block; 0 when p is not one (reported when `realloc_`),
+ * with *foreign_p true when p is not the heap's at all. */
+static uint64_t heap_usable(uint64_t p, bool realloc_, bool *foreign_p)
+{
+    struct dev_block_hdr *s = (struct dev_block_hdr *)0;
+    enum heap_at at = heap_locate(p, &s);
+    enum heap_bad why = BAD_NOT_START;
+    *foreign_p = at == AT_FOREIGN;
+    if (at == AT_SLAB) {
+        int64_t i = slab_index(s, p);
+        if (i >= 0 && (dev_load_relaxed32(&slab_bitmap(s)[i / 32]) & (1u << (i % 32))) != 0)
+            return s->block;
+        why = i >= 0 ? BAD_DOUBLE : BAD_NOT_START;
+    } else if (at == AT_BLOCK) {
+        uint32_t st = dev_load_acquire32(&s->state);
+        uint64_t first = dev_load_relaxed32(&s->first);
+        bool start = p == (uint64_t)(uintptr_t)s + first;
+        if (BLK_STATE(st) == BLK_LIVE && start)
+            return s->size - first;
+        why = BLK_STATE(st) != BLK_LIVE ? (start ? BAD_DOUBLE : BAD_IN_FREED) : BAD_NOT_START;
+    } else if (at == AT_FOREIGN) {
+        why = BAD_FOREIGN;
+    }
+    if (realloc_ && (at != AT_FOREIGN || RPC_ARCH_SIMT))
+        heap_report(true, why, p);
+    return 0;
+}
+
+uint64_t tether_device_usable_size(const void *ptr)
+{
+    bool foreign;
+    return ptr == (const void *)0 ? 0 : heap_usable((uint64_t)(uintptr_t)ptr, false, &foreign);
 }
 
 void *tether_device_realloc(void *ptr, uint64_t size)
@@ -657,21 +859,15 @@ void *tether_device_realloc(void *ptr, uint64_t size)
         tether_device_free(ptr);
         return (void *)0;
     }
-    uint64_t p = (uint64_t)(uintptr_t)ptr;
-    struct dev_region_view v;
-    struct dev_block_hdr *s = block_of(p, &v);
-    uint64_t usable;
-    if (s == (struct dev_block_hdr *)0) {
-#if RPC_ARCH_SIMT
-        return (void *)0;
-#else
-        return __libc_realloc(ptr, size);
+    bool foreign;
+    uint64_t usable = heap_usable((uint64_t)(uintptr_t)ptr, true, &foreign);
+    if (usable == 0) {
+#if !RPC_ARCH_SIMT
+        if (foreign)
+            return __libc_realloc(ptr, size);
 #endif
+        return (void *)0;
     }
-    if (s->kind == KIND_SLAB)
-        usable = s->block;
-    else
-        usable = s->size - (p - (uint64_t)(uintptr_t)s);
     if (size <= usable)
         return ptr;
     void *q = tether_device_malloc(size);

@@ -148,6 +148,7 @@ struct tether_rpc_server {
     uint64_t *deferred;    /* device_free calls waiting until no kernel runs */
     size_t ndeferred;
     size_t deferred_cap;
+    uint32_t heap_said; /* causes of refused heap allocations already diagnosed */
 
     /* output: formatted text waiting for one fwrite per call */
     struct rpc_outbuf text;

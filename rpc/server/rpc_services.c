@@ -171,17 +171,75 @@ static bool heap_record(struct tether_rpc_server *srv, struct srv_alloc a)
     return true;
 }
 
-/* Returns the device address of a new heap block, 0 on failure. */
+/* Why the host gave the device no memory: each is said once per server (heap_said). */
+enum heap_refusal {
+    REFUSED_NONE = 0,
+    REFUSED_NO_ALLOCATOR = 1,
+    REFUSED_SIZE = 2,
+    REFUSED_LIMIT = 4,
+    REFUSED_DEVICE = 8,
+    REFUSED_HOST_MEMORY = 16,
+};
+
+static void heap_say_refusal(struct tether_rpc_server *srv, enum heap_refusal why, uint64_t size,
+                             uint64_t live, tether_status_t st)
+{
+    pthread_mutex_lock(&srv->heap_lock);
+    bool said = (srv->heap_said & why) != 0;
+    srv->heap_said |= why;
+    pthread_mutex_unlock(&srv->heap_lock);
+    if (said)
+        return;
+    const char *tail = "the device's malloc returns NULL (said once)";
+    switch (why) {
+    case REFUSED_NO_ALLOCATOR:
+        srv_diag(srv, "device heap: the server has no device_alloc callback: %s", tail);
+        break;
+    case REFUSED_SIZE:
+        srv_diag(srv, "device heap: asked for %llu bytes, more than 2^48: %s",
+                 (unsigned long long)size, tail);
+        break;
+    case REFUSED_LIMIT:
+        srv_diag(srv,
+                 "device heap: heap_limit of %zu bytes reached (%llu bytes held, %llu more "
+                 "asked): %s",
+                 srv->config.heap_limit, (unsigned long long)live, (unsigned long long)size, tail);
+        break;
+    case REFUSED_DEVICE:
+        srv_diag(srv, "device heap: device_alloc(%llu bytes) failed: %s (%llu bytes held): %s",
+                 (unsigned long long)size, tether_status_str(st), (unsigned long long)live, tail);
+        break;
+    case REFUSED_HOST_MEMORY:
+        srv_diag(srv, "device heap: out of host memory for the table of %llu bytes held: %s",
+                 (unsigned long long)live, tail);
+        break;
+    case REFUSED_NONE:
+        break;
+    }
+}
+
+/* Returns the device address of a new heap block, 0 on failure (said once per cause). */
 static uint64_t heap_alloc(struct tether_rpc_server *srv, uint64_t size, uint64_t align)
 {
-    if (srv->config.device_alloc == NULL || size == 0 || size > (1ull << 48))
+    if (srv->config.device_alloc == NULL) {
+        heap_say_refusal(srv, REFUSED_NO_ALLOCATOR, size, 0, TETHER_OK);
         return 0;
+    }
+    if (size == 0 || size > (1ull << 48)) {
+        heap_say_refusal(srv, REFUSED_SIZE, size, 0, TETHER_OK);
+        return 0;
+    }
     if (align < 16)
         align = 16;
+    enum heap_refusal why = REFUSED_NONE;
+    tether_status_t st = TETHER_OK;
     pthread_mutex_lock(&srv->heap_lock);
     uint64_t ptr = 0;
-    if (srv->config.heap_limit != 0 && srv->heap_bytes + size > srv->config.heap_limit)
+    uint64_t live = srv->heap_bytes;
+    if (srv->config.heap_limit != 0 && srv->heap_bytes + size > srv->config.heap_limit) {
+        why = REFUSED_LIMIT;
         goto out;
+    }
     /* From the reserve while it lasts (never given back before shutdown). */
     if (srv->reserve_raw != 0) {
         uint64_t p = (srv->reserve_raw + srv->reserve_used + align - 1) & ~(align - 1);
@@ -189,23 +247,32 @@ static uint64_t heap_alloc(struct tether_rpc_server *srv, uint64_t size, uint64_
             if (heap_record(srv, (struct srv_alloc){p, 0, size})) {
                 srv->reserve_used = p + size - srv->reserve_raw;
                 ptr = p;
+            } else {
+                why = REFUSED_HOST_MEMORY;
             }
             goto out;
         }
     }
     uint64_t raw = 0;
     uint64_t extra = align > 16 ? align - 16 : 0;
-    if (srv->config.device_alloc(srv->config.device_ctx, size + extra, &raw) != TETHER_OK ||
-        raw == 0)
+    st = srv->config.device_alloc(srv->config.device_ctx, size + extra, &raw);
+    if (st != TETHER_OK || raw == 0) {
+        why = REFUSED_DEVICE;
+        if (st == TETHER_OK)
+            st = TETHER_ERR_NO_MEMORY;
         goto out;
+    }
     uint64_t p = (raw + align - 1) & ~(align - 1);
     if (!heap_record(srv, (struct srv_alloc){p, raw, size})) {
         srv->config.device_free(srv->config.device_ctx, raw);
+        why = REFUSED_HOST_MEMORY;
         goto out;
     }
     ptr = p;
 out:
     pthread_mutex_unlock(&srv->heap_lock);
+    if (why != REFUSED_NONE)
+        heap_say_refusal(srv, why, size, live, st);
     return ptr;
 }
 

@@ -93,6 +93,19 @@ heap | user)
       fail "TETHER_RPC_CPUS=0 did not place the server thread: $(grep "rpc:" "$work/err.txt" | head -3)"
   fi
   ;;
+heap-checks)
+  # Every report the program expects (its "expect: " lines), each once, and nothing else.
+  "$bin/offload_heap_checks" > "$work/out.txt" 2> "$work/err.txt" ||
+    fail "exit status $?: $(grep -v '^expect: ' "$work/out.txt") $(head -c 500 "$work/err.txt")"
+  grep "^heap checks: " "$work/out.txt"
+  sed -n 's/^expect: //p' "$work/out.txt" | sort > "$work/expect.txt"
+  sort "$work/err.txt" > "$work/said.txt"
+  cmp -s "$work/expect.txt" "$work/said.txt" || {
+    diff "$work/expect.txt" "$work/said.txt" | head -20 >&2
+    fail "the heap's reports on stderr differ from the expected ones"
+  }
+  echo "$(wc -l < "$work/said.txt") reports on stderr, each once with its address"
+  ;;
 exit)
   set +e
   "$bin/offload_exit" exit > "$work/out.txt" 2> "$work/err.txt"

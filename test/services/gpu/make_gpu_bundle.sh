@@ -50,7 +50,7 @@ strip --strip-unneeded "$stage/plugin/libomptarget.rtl.cuda.nextgen.so"
 flags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda
   -march=sm_90 "--cuda-path=$cuda" -Wno-unknown-cuda-version -foffload-lto -DSVC_GPU -Wall -Werror
   -I"$root/include")
-for p in printf heap user exit bad; do
+for p in printf heap heap_checks user exit bad; do
   clang-16 "${flags[@]}" "$root/test/services/offload/offload_$p.c" \
     -L"$build/rpc/device" -ltether-device -o "$stage/bin/offload_$p" 2>&1 |
     grep -v "CUDA version is newer" || true

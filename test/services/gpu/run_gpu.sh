@@ -17,7 +17,7 @@ echo "cpus: $(nproc), load: $(cat /proc/loadavg)"
 # SVC_RUNTIME: where libomptarget 16 and its libraries are when the bundle has no full lib/.
 export SVC_LIBS=$work/lib${SVC_RUNTIME:+:$SVC_RUNTIME} SVC_GPU=1
 failed=0
-for c in ${SVC_CASES:-printf heap user exit abort bad}; do
+for c in ${SVC_CASES:-printf heap heap-checks user exit abort bad}; do
   echo "== $c"
   if timeout 60 "$work/run_offload.sh" "$c" "$work/bin" "$work/plugin" "$work/w-$c"; then
     echo "ok $c"
