@@ -91,7 +91,13 @@ static size_t pool_find(const struct plugin_pool *p, uintptr_t key)
 static bool pool_insert(struct plugin_pool *p, uintptr_t key, unsigned c)
 {
     if (2 * (p->used + 1) > p->slots) {
-        size_t slots = p->slots ? 2 * p->slots : 256;
+        /* Sized for the live entries (deleted ones are dropped here), not for the old size: with
+         * allocations coming and going the table stays as large as the most it held at once. */
+        size_t live = 0, slots = 256;
+        for (size_t i = 0; i < p->slots; i++)
+            live += p->keys[i] > POOL_GONE;
+        while (slots < 4 * (live + 1))
+            slots *= 2;
         uintptr_t *keys = calloc(slots, sizeof(*keys));
         uint8_t *cls = calloc(slots, sizeof(*cls));
         if (keys == NULL || cls == NULL) {
