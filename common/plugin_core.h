@@ -75,7 +75,10 @@ tether_status_t plugin_image_load(struct plugin_device *dev, const struct tgt_de
 /* Allocate with a TargetAllocTy kind (0..3).  HOST memory is registered in the pinned map. */
 tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32_t kind,
                                   void **ptr_p, struct tether_error *err);
-/* Free; HOST memory is unregistered first (TETHER_ERR_BUSY if users still lock part of it). */
+/* Free what ptr is, whatever kind is passed (0..3, checked): the base of a registered pinned range
+ * is HOST memory, unregistered first (TETHER_ERR_BUSY, nothing freed, if users still lock part of
+ * it); a live DEVICE or SHARED allocation of any device of the plugin is freed as such; anything
+ * else is TETHER_ERR_NOT_FOUND and nothing is freed (a second free, a pointer inside). */
 tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t kind,
                                    struct tether_error *err);
 /* Host to device (async NULL: synchronous; otherwise on the AsyncInfo's queue). */

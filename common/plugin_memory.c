@@ -57,10 +57,10 @@ tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32
     if (size <= 0 || (uint64_t)size > SIZE_MAX) {
         return plugin_error_set(err, TETHER_ERR_INVALID, "size %lld", (long long)size);
     }
-    if (bkind == PLUGIN_ALLOC_DEVICE) {
-        rc = plugin_pool_alloc(dev, (size_t)size, &ptr, err);
-    } else {
+    if (bkind == PLUGIN_ALLOC_HOST) {
         rc = ops->alloc(dev, (size_t)size, bkind, &ptr, err);
+    } else {
+        rc = plugin_pool_alloc(dev, (size_t)size, bkind, &ptr, err);
     }
     if (rc != TETHER_OK) {
         return rc;
@@ -88,9 +88,31 @@ free_ptr:
     return rc;
 }
 
+/* Frees ptr when it is a live DEVICE or SHARED allocation of any device of the plugin (through
+ * the device that made it); false when none of them made it. */
+static bool delete_recorded(struct plugin_device *dev, void *ptr, tether_status_t *rc_p,
+                            struct tether_error *err)
+{
+    if (plugin_pool_free(dev, ptr, rc_p, err)) {
+        return true;
+    }
+    for (int32_t id = 0; id < dev->plugin->num_devices; id++) {
+        struct plugin_device *other = plugin_device_peek(dev->plugin, id);
+
+        if (other != NULL && other != dev && plugin_pool_free(other, ptr, rc_p, err)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The kind libomptarget passes is not trusted (libomptarget 16's omp_target_free passes DEFAULT
+ * for every kind): host memory is known by being the base of a registered range of the pinned
+ * map, device and shared memory by the pool's record of live allocations. */
 tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t kind,
                                    struct tether_error *err)
 {
+    struct pinned_map *pinned = dev->plugin->state->pinned;
     enum plugin_alloc_kind bkind = PLUGIN_ALLOC_DEVICE;
     tether_status_t rc;
 
@@ -102,17 +124,23 @@ tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t
         return plugin_error_set(err, TETHER_ERR_INVALID, "NULL pointer (%s memory)",
                                 kind_name(kind));
     }
-    if (bkind == PLUGIN_ALLOC_HOST) {
+    if (pinned_map_lookup(pinned, ptr, 1, NULL)) {
         plugin_pin_device_set(dev);
-        rc = pinned_map_unregister(dev->plugin->state->pinned, ptr, err);
-        if (rc != TETHER_OK) {
-            return rc;
+        rc = pinned_map_unregister(pinned, ptr, err);
+        if (rc == TETHER_OK) {
+            return dev->plugin->ops->free(dev, ptr, PLUGIN_ALLOC_HOST, err);
+        }
+        if (rc != TETHER_ERR_NOT_FOUND) {
+            return rc; /* host memory that is still locked: nothing freed */
         }
     }
-    if (bkind == PLUGIN_ALLOC_DEVICE && plugin_pool_free(dev, ptr, &rc, err)) {
+    if (delete_recorded(dev, ptr, &rc, err)) {
         return rc;
     }
-    return dev->plugin->ops->free(dev, ptr, bkind, err);
+    return plugin_error_set(err, TETHER_ERR_NOT_FOUND,
+                            "%p (%s memory) is not a live allocation of this plugin's devices: "
+                            "freed already, or a pointer inside an allocation; nothing freed",
+                            ptr, kind_name(kind));
 }
 
 static tether_status_t check_copy(const void *a, const void *b, int64_t size,

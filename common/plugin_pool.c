@@ -12,10 +12,13 @@
  * free goes to the driver.  When the driver is out of memory, the cached blocks are released
  * and the allocation is tried once more.  Larger allocations go straight to the backend.
  *
- * Every block the pool allocated, in use or cached, is in an open-addressing table (pointer ->
- * class), so a free knows whether a pointer is the pool's.  Reuse is safe because libomptarget
- * frees a region's memory only after the region's queue has been synchronised (and
- * omp_target_free's caller promises the same).  One mutex per device.
+ * Every DEVICE and SHARED allocation of the device, in use or cached, is in an open-addressing
+ * table (pointer -> class, or "never cached" with its kind, and whether it waits on a free list),
+ * so a free knows what a pointer is whatever kind libomptarget passes with it, and a pointer that
+ * is not a live allocation (freed already, or never one) is refused instead of being freed twice
+ * or handed out twice.  Reuse is safe because libomptarget frees a region's memory only after the
+ * region's queue has been synchronised (and omp_target_free's caller promises the same).  One
+ * mutex per device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,11 @@
 #define POOL_DEFAULT_CAP ((int64_t)256 << 20)
 #define POOL_EMPTY ((uintptr_t)0)
 #define POOL_GONE ((uintptr_t)1) /* a deleted table entry */
+/* A table entry's cls: a class (< POOL_CLASSES), or a block that is never cached; POOL_IDLE is
+ * added while a cached block waits on its free list. */
+#define POOL_DEVICE_UNCACHED 0x7eu
+#define POOL_SHARED 0x7fu
+#define POOL_IDLE 0x80u
 
 struct plugin_pool {
     pthread_mutex_t lock;
@@ -83,7 +91,13 @@ static size_t pool_find(const struct plugin_pool *p, uintptr_t key)
 static bool pool_insert(struct plugin_pool *p, uintptr_t key, unsigned c)
 {
     if (2 * (p->used + 1) > p->slots) {
-        size_t slots = p->slots ? 2 * p->slots : 256;
+        /* Sized for the live entries (deleted ones are dropped here), not for the old size: with
+         * allocations coming and going the table stays as large as the most it held at once. */
+        size_t live = 0, slots = 256;
+        for (size_t i = 0; i < p->slots; i++)
+            live += p->keys[i] > POOL_GONE;
+        while (slots < 4 * (live + 1))
+            slots *= 2;
         uintptr_t *keys = calloc(slots, sizeof(*keys));
         uint8_t *cls = calloc(slots, sizeof(*cls));
         if (keys == NULL || cls == NULL) {
@@ -177,43 +191,66 @@ void plugin_pool_destroy(struct plugin_device *dev)
     dev->state->pool = NULL;
 }
 
-tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size, void **ptr_p,
+/* Marks the table entry of a block taken from or put on a free list (lock held). */
+static void pool_set_idle(struct plugin_pool *p, void *ptr, bool idle)
+{
+    size_t i = pool_find(p, (uintptr_t)ptr);
+    if (i != SIZE_MAX)
+        p->cls[i] = (uint8_t)(idle ? p->cls[i] | POOL_IDLE : p->cls[i] & ~POOL_IDLE);
+}
+
+tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size,
+                                  enum plugin_alloc_kind kind, void **ptr_p,
                                   struct tether_error *err)
 {
     struct plugin_pool *p = dev->state->pool;
     const struct plugin_ops *ops = dev->plugin->ops;
-    bool cached = p != NULL && size <= p->max_size;
-    unsigned c = cached ? pool_class(size) : 0;
+    bool cached = p != NULL && kind == PLUGIN_ALLOC_DEVICE && size <= p->max_size;
+    unsigned c = cached                        ? pool_class(size)
+                 : kind == PLUGIN_ALLOC_SHARED ? POOL_SHARED
+                                               : POOL_DEVICE_UNCACHED;
     size_t bytes = cached ? pool_class_size(c) : size;
+    struct tether_error ignored;
+    void *ptr = NULL;
     tether_status_t rc;
+    bool tracked;
 
     if (cached) {
         pthread_mutex_lock(&p->lock);
         if (p->free[c].n != 0) {
-            *ptr_p = p->free[c].v[--p->free[c].n];
+            ptr = p->free[c].v[--p->free[c].n];
+            pool_set_idle(p, ptr, false);
             p->cached -= bytes;
             p->hits++;
             pthread_mutex_unlock(&p->lock);
+            *ptr_p = ptr;
             return TETHER_OK;
         }
         p->misses++;
         pthread_mutex_unlock(&p->lock);
     }
-    rc = ops->alloc(dev, bytes, PLUGIN_ALLOC_DEVICE, ptr_p, err);
+    rc = ops->alloc(dev, bytes, kind, &ptr, err);
     if (rc == TETHER_ERR_NO_MEMORY && p != NULL) {
         pthread_mutex_lock(&p->lock);
         bool had = p->cached != 0;
         pool_release_cached(dev, p);
         pthread_mutex_unlock(&p->lock);
         if (had)
-            rc = ops->alloc(dev, bytes, PLUGIN_ALLOC_DEVICE, ptr_p, err);
+            rc = ops->alloc(dev, bytes, kind, &ptr, err);
     }
-    if (rc != TETHER_OK || !cached || *ptr_p == NULL)
+    if (rc != TETHER_OK || p == NULL || ptr == NULL) {
+        if (rc == TETHER_OK)
+            *ptr_p = ptr;
         return rc;
-    /* A block the table has no room for is not the pool's: its free goes to the backend. */
+    }
     pthread_mutex_lock(&p->lock);
-    (void)pool_insert(p, (uintptr_t)*ptr_p, c);
+    tracked = pool_insert(p, (uintptr_t)ptr, c);
     pthread_mutex_unlock(&p->lock);
+    if (!tracked) {
+        ops->free(dev, ptr, kind, &ignored);
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "the table of the device's allocations");
+    }
+    *ptr_p = ptr;
     return TETHER_OK;
 }
 
@@ -225,11 +262,18 @@ bool plugin_pool_free(struct plugin_device *dev, void *ptr, tether_status_t *rc_
         return false;
     pthread_mutex_lock(&p->lock);
     size_t i = pool_find(p, (uintptr_t)ptr);
-    if (i == SIZE_MAX) {
+    if (i == SIZE_MAX || (p->cls[i] & POOL_IDLE) != 0) {
         pthread_mutex_unlock(&p->lock);
         return false;
     }
     unsigned c = p->cls[i];
+    if (c == POOL_DEVICE_UNCACHED || c == POOL_SHARED) {
+        p->keys[i] = POOL_GONE;
+        pthread_mutex_unlock(&p->lock);
+        *rc_p = dev->plugin->ops->free(
+            dev, ptr, c == POOL_SHARED ? PLUGIN_ALLOC_SHARED : PLUGIN_ALLOC_DEVICE, err);
+        return true;
+    }
     size_t bytes = pool_class_size(c);
     bool keep = p->cached + bytes <= p->cap;
     if (keep && p->free[c].n == p->free[c].cap) {
@@ -244,6 +288,7 @@ bool plugin_pool_free(struct plugin_device *dev, void *ptr, tether_status_t *rc_
     }
     if (keep) {
         p->free[c].v[p->free[c].n++] = ptr;
+        p->cls[i] |= POOL_IDLE;
         p->cached += bytes;
         pthread_mutex_unlock(&p->lock);
         *rc_p = TETHER_OK;

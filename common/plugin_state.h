@@ -103,15 +103,18 @@ void plugin_loaded_release(struct plugin_device *dev, struct plugin_loaded *load
 const char *plugin_seen_arch(struct plugin *plugin, const struct tgt_device_image *image,
                              bool *known_p);
 
-/* Device allocations kept for reuse (plugin_pool.c).  create: at device init (reads
- * LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD and TETHER_ALLOC_CACHE_BYTES); destroy: at teardown,
- * before the backend's device_destroy (gives cached blocks back).  alloc: a DEVICE allocation,
- * from the cache when its class has a block.  free: false when `ptr` is not the pool's (the
- * caller frees it), else true with the status in *rc_p. */
+/* Device allocations kept for reuse, and the record of every live DEVICE and SHARED allocation
+ * (plugin_pool.c).  create: at device init (reads LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD and
+ * TETHER_ALLOC_CACHE_BYTES); destroy: at teardown, before the backend's device_destroy (gives
+ * cached blocks back).  alloc: a DEVICE allocation (from the cache when its class has a block) or
+ * a SHARED one, recorded; TETHER_ERR_NO_MEMORY, nothing allocated, when it cannot be recorded.
+ * free: false when `ptr` is not a live allocation the pool recorded (nothing freed), else true
+ * with the status in *rc_p (freed with the kind it was allocated with, or cached). */
 struct plugin_pool;
 tether_status_t plugin_pool_create(struct plugin_device *dev, struct tether_error *err);
 void plugin_pool_destroy(struct plugin_device *dev);
-tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size, void **ptr_p,
+tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size,
+                                  enum plugin_alloc_kind kind, void **ptr_p,
                                   struct tether_error *err);
 bool plugin_pool_free(struct plugin_device *dev, void *ptr, tether_status_t *rc_p,
                       struct tether_error *err);

@@ -2,9 +2,11 @@
  * plugins/host/host_plugin.c - the x86_64 host backend: target regions run on the CPU.
  *
  * Primitives only (common/ does everything generic):
- *  - images: the ELF shared object is written to an anonymous memfd and dlopen'ed through
- *    /proc/self/fd/N (RTLD_NOW | RTLD_LOCAL); no file is ever created.  The fd stays open while
- *    the module is loaded so no later image can reuse its /proc name (glibc matches dlopen names).
+ *  - images: the ELF shared object is written to a fresh anonymous memfd (a file of its own, so
+ *    glibc's check of device and inode numbers never matches an image loaded before) and
+ *    dlopen'ed through /proc/self/fd/N (RTLD_NOW | RTLD_LOCAL), after an RTLD_NOLOAD probe has
+ *    made sure that no loaded object carries that name (glibc would hand that one back); the fd is
+ *    closed as soon as the image is mapped.  No file is ever created.
  *  - entries: dlsym by name; global sizes from the image's symbol table (dladdr1).
  *  - launch: libffi, num_args pointer-sized arguments, synchronous on the calling thread (the
  *    outlined region forks its own OpenMP teams/threads through libomp).
@@ -19,6 +21,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ffi.h>
 #include <link.h>
 #include <stdio.h>
@@ -52,7 +55,6 @@ struct host_device {
 struct host_module {
     struct plugin_module base;
     void *handle;
-    int fd;
 };
 
 struct host_kernel {
@@ -415,6 +417,36 @@ static tether_status_t write_all(int fd, const void *buf, size_t size, struct te
     return TETHER_OK;
 }
 
+/* Writes into path the name /proc/self/fd/N under which *fd_io can be dlopen'ed as a new object.
+ * glibc hands back an already-loaded object whose name equals the one asked for, and the name of
+ * an image loaded earlier through the same number stays in its list after that fd was closed (by
+ * us, or by a program that closes every fd), so an RTLD_NOLOAD probe asks the loader itself; while
+ * the name is taken the memfd moves to a higher number.  The probe of a free name opens the file
+ * and compares its device and inode numbers too, then loads nothing. */
+static tether_status_t image_name_free(int *fd_io, char *path, size_t len, struct tether_error *err)
+{
+    for (;;) {
+        void *loaded;
+        int fd;
+
+        snprintf(path, len, "/proc/self/fd/%d", *fd_io);
+        loaded = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (loaded == NULL) {
+            (void)dlerror(); /* "not loaded": nothing for a later dlerror() to report */
+            return TETHER_OK;
+        }
+        dlclose(loaded);
+        fd = fcntl(*fd_io, F_DUPFD_CLOEXEC, *fd_io + 1);
+        if (fd < 0) {
+            return plugin_error_set(err, TETHER_ERR_DRIVER,
+                                    "no free fd above %d for the image's memfd: %s", *fd_io,
+                                    strerror(errno));
+        }
+        close(*fd_io);
+        *fd_io = fd;
+    }
+}
+
 static tether_status_t host_module_load(struct plugin_device *dev, const struct plugin_image *image,
                                         struct plugin_module **module_p, struct tether_error *err)
 {
@@ -422,21 +454,25 @@ static tether_status_t host_module_load(struct plugin_device *dev, const struct 
     char path[64];
     tether_status_t rc;
     const char *why;
+    int fd;
 
     hm = calloc(1, sizeof(*hm));
     if (hm == NULL) {
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "module");
     }
-    hm->fd = memfd_create("tether-x86_64-image", MFD_CLOEXEC);
-    if (hm->fd < 0) {
+    fd = memfd_create("tether-x86_64-image", MFD_CLOEXEC);
+    if (fd < 0) {
         rc = plugin_error_set(err, TETHER_ERR_DRIVER, "memfd_create: %s", strerror(errno));
         goto free_module;
     }
-    rc = write_all(hm->fd, image->start, image->size, err);
+    rc = write_all(fd, image->start, image->size, err);
     if (rc != TETHER_OK) {
         goto close_fd;
     }
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", hm->fd);
+    rc = image_name_free(&fd, path, sizeof(path), err);
+    if (rc != TETHER_OK) {
+        goto close_fd;
+    }
     hm->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (hm->handle == NULL) {
         why = dlerror();
@@ -444,13 +480,15 @@ static tether_status_t host_module_load(struct plugin_device *dev, const struct 
                               why ? why : "unknown error");
         goto close_fd;
     }
+    /* The mappings keep the memfd alive; the fd is no longer needed. */
+    close(fd);
     plugin_log(dev->plugin, dev, PLUGIN_LOG_DEBUG, "image of %zu bytes loaded from %s", image->size,
                path);
     *module_p = &hm->base;
     return TETHER_OK;
 
 close_fd:
-    close(hm->fd);
+    close(fd);
 free_module:
     free(hm);
     return rc;
@@ -462,7 +500,6 @@ static void host_module_unload(struct plugin_device *dev, struct plugin_module *
 
     (void)dev;
     dlclose(hm->handle);
-    close(hm->fd);
     free(hm);
 }
 

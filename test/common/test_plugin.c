@@ -7,6 +7,7 @@
  * argv[1]: the real x86_64 image (test/common/image_src.c).
  */
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,6 +621,29 @@ static void test_pool(void)
     CHECK_RC(plugin_data_alloc(dev, 100, 0, &a, &err), TETHER_OK);
     CHECK_RC(plugin_data_delete(dev, a, 0, &err), TETHER_OK);
     CHECK(atomic_load(&fault.allocs) == 0);
+    /* Every allocation is recorded until its free; allocations that come and go (200,000, at
+     * most 512 live, device and shared; sizes above malloc's per-thread cache, so that freed blocks
+     * count as free) leave the record no larger than 512 need. */
+    {
+        enum { LIVE = 512 };
+        void *live[LIVE] = {NULL};
+        size_t before = mallinfo2().uordblks;
+
+        for (int i = 0; i < 200000; i++) {
+            int k = (int)(((unsigned)i * 2654435761u) >> 7) % LIVE;
+
+            if (live[k] != NULL) {
+                CHECK_RC(plugin_data_delete(dev, live[k], 3, &err), TETHER_OK);
+            }
+            CHECK_RC(
+                plugin_data_alloc(dev, 4096 + (i % 61) * 64, i % 2 == 0 ? 0 : 2, &live[k], &err),
+                TETHER_OK);
+        }
+        for (int k = 0; k < LIVE; k++) {
+            CHECK_RC(plugin_data_delete(dev, live[k], 3, &err), TETHER_OK);
+        }
+        CHECK(mallinfo2().uordblks < before + (128 << 10)); /* 512 live: a 36 KiB table */
+    }
     plugin_destroy(p);
 }
 
