@@ -418,7 +418,8 @@ void plugin_region_describe(const char *kernel, char *buf, size_t len);
 void plugin_image_refused(struct plugin *plugin, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* True when LIBOMPTARGET_INFO (or __tgt_rtl_set_info_flag) has any of `bits`. */
+/* True when LIBOMPTARGET_INFO (or __tgt_rtl_set_info_flag) has any of `bits`, or TETHER_DEBUG
+ * is on (it prints every info message). */
 bool plugin_info_enabled(const struct plugin *plugin, uint32_t bits);
 
 /* Environment knobs.  Every knob tether reads goes through these (or their rpc/server

@@ -115,7 +115,8 @@ bool plugin_info_enabled(const struct plugin *plugin, uint32_t bits)
     if (plugin == NULL || plugin->state == NULL) {
         return false;
     }
-    return (atomic_load_explicit(&plugin->state->info_flags, memory_order_relaxed) & bits) != 0;
+    return plugin->state->debug ||
+           (atomic_load_explicit(&plugin->state->info_flags, memory_order_relaxed) & bits) != 0;
 }
 
 int64_t plugin_env_int(const char *name, int64_t def, int64_t min, int64_t max)
