@@ -9,6 +9,8 @@
 #   - The values that used to stop the program at its first region (TETHER_RPC_PORTS=-1 or
 #     0x7fffffff, TETHER_RPC_HEAP_RESERVE=-1), each alone.
 #   - Good values print nothing.
+#   - LIBOMPTARGET_INFO=32 prints transfers without 0x10's lines, and 16 the reverse; the host
+#     launch line names no exec mode.
 #   - LIBOMPTARGET_DEBUG is LLVM's name of TETHER_DEBUG; TETHER_DEBUG wins when both are set.
 set -uo pipefail
 bin=$1
@@ -88,6 +90,16 @@ run TETHER_RPC_PORTS=0x40 TETHER_RPC_HEAP_RESERVE=0 LIBOMPTARGET_INFO=0 TETHER_R
     TETHER_ALLOC_CACHE_BYTES=1048576 TETHER_X86_64_DEVICES=2 LIBOMPTARGET_SHARED_MEMORY_SIZE=
 if grep -q "tether" "$work/err"; then fail "good values printed something"; fi
 echo "ok: good values print nothing"
+
+# ---- LIBOMPTARGET_INFO bits each on its own ---------------------------------------------------
+run LIBOMPTARGET_INFO=32
+grep -q "^tether (x86_64): device 0: device to host " "$work/err" || fail "LIBOMPTARGET_INFO=32 printed no transfer"
+if grep -q "launching kernel\|initialised" "$work/err"; then fail "LIBOMPTARGET_INFO=32 printed plugin lines"; fi
+run LIBOMPTARGET_INFO=16
+grep -q "^tether (x86_64): device 0: launching kernel __omp_offloading_.* on the host, " "$work/err" ||
+  fail "LIBOMPTARGET_INFO=16 printed no launch line"
+if grep -q "bytes, host\|mode" "$work/err"; then fail "LIBOMPTARGET_INFO=16 printed transfers or an exec mode"; fi
+echo "ok: LIBOMPTARGET_INFO=32 and =16 each print their own lines"
 
 # ---- LIBOMPTARGET_DEBUG ----------------------------------------------------------------------
 run LIBOMPTARGET_DEBUG=1
