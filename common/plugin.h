@@ -214,9 +214,12 @@ struct plugin_ops {
     /* Required.  Called once, from __tgt_rtl_init_plugin (libomptarget's constructor).  Allocate
      * the backend's plugin struct (zeroed, struct plugin first), load the driver (dlopen),
      * initialise it and count devices into (*plugin_p)->num_devices.  A missing driver or no
-     * device is NOT an error: log at PLUGIN_LOG_INFO, return TETHER_OK with num_devices = 0.  Any
-     * other failure: a warning-worthy error status with the driver's message; common then reports
-     * zero devices.  Must not create per-device contexts (that is device_create, lazily).  Set
+     * device is NOT an error: return TETHER_OK with num_devices = 0 and the reason in err->msg
+     * ("no CUDA driver (...); the CUDA plugin has 0 devices"), which common prints at info level
+     * and repeats as a warning when a program's image for this backend then finds no device while
+     * offloading is mandatory.  Any other failure: a warning-worthy error status with the
+     * driver's message; common then reports zero devices.  Must not create per-device contexts
+     * (that is device_create, lazily).  Set
      * (*plugin_p)->ops = &plugin_backend_ops first if you log here (messages name the backend). */
     tether_status_t (*plugin_create)(struct plugin **plugin_p, struct tether_error *err);
     /* Required.  Called once at shutdown after every device was destroyed; frees what
@@ -415,11 +418,40 @@ tether_status_t plugin_error_set(struct tether_error *err, tether_status_t statu
  * data.  Common warns once at the device's init_device; backends add it to fault messages. */
 bool plugin_usm_unreachable(const struct plugin_device *dev);
 
-/* True when LIBOMPTARGET_INFO (or __tgt_rtl_set_info_flag) has any of `bits`. */
+/* The target region an OpenMP kernel name stands for, for messages about the kernel:
+ * "the target region in main at line 27" (C++ functions demangled when the C++ runtime is in
+ * the process), or "kernel <name>" for a name not of clang's form.  Never fails. */
+void plugin_region_describe(const char *kernel, char *buf, size_t len);
+
+/* Say why image_compatible refuses an image (e.g. "image for sm_80 does not run on device 0
+ * (sm_90)"): an info line (LIBOMPTARGET_INFO & 0x10), or a warning when
+ * OMP_TARGET_OFFLOAD=MANDATORY, where libomptarget then stops without naming the cause.  Each
+ * message once per process. */
+void plugin_image_refused(struct plugin *plugin, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* True when LIBOMPTARGET_INFO (or __tgt_rtl_set_info_flag) has any of `bits`, or TETHER_DEBUG
+ * is on (it prints every info message). */
 bool plugin_info_enabled(const struct plugin *plugin, uint32_t bits);
 
-/* Environment helpers: integer value of `name`, or `def` when unset/unparseable. */
-int64_t plugin_env_int(const char *name, int64_t def);
+/* Environment knobs.  Every knob tether reads goes through these (or their rpc/server
+ * equivalents, which are the same code: rpc/server/rpc_env.h), so every knob follows one rule:
+ * unset or "" gives the default silently; a bad value (not a whole number, trailing characters,
+ * outside [min, max], not a boolean, not one of the choices) gives the default and ONE warning
+ * per knob per process naming the knob, the value and what is used instead; never an abort.
+ * Numbers are decimal or 0x-hexadecimal; booleans are numbers (0 off, above 0 on) or
+ * true/false/yes/no/on/off. */
+int64_t plugin_env_int(const char *name, int64_t def, int64_t min, int64_t max);
+bool plugin_env_bool(const char *name, bool def);
+/* Index in the NULL-terminated `choices` (any case), or def. */
+int plugin_env_choice(const char *name, const char *const *choices, int def);
+/* The text of a knob the caller checks itself; NULL when unset or "". */
+const char *plugin_env_str(const char *name);
+/* Which of tether's name and LLVM's name of one knob to read (tether's when both are set; a
+ * warning when they differ). */
+const char *plugin_env_pick(const char *name, const char *llvm_name);
+/* Warn once per process about knob `name` (for values the caller checks itself). */
+void plugin_env_warn(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }

@@ -41,6 +41,10 @@ void plugin_destroy(struct plugin *plugin);
 
 /* Replace the info flags (LIBOMPTARGET_INFO bits) - __tgt_rtl_set_info_flag. */
 void plugin_set_info_flags(struct plugin *plugin, uint32_t flags);
+/* An info line (as plugin_log at PLUGIN_LOG_INFO) printed when LIBOMPTARGET_INFO has any of
+ * `bits` (PLUGIN_INFO_*), each bit on its own, or TETHER_DEBUG is on. */
+void plugin_info_log(const struct plugin *plugin, const struct plugin_device *dev, uint32_t bits,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Remember the requires flags (OMP_REQ_*) - __tgt_rtl_init_requires. */
 void plugin_set_requires(struct plugin *plugin, int64_t flags);
 
@@ -58,6 +62,12 @@ tether_status_t plugin_global_to_local(struct plugin *plugin, int32_t global, in
                                        struct tether_error *err);
 
 /* ---- images ----------------------------------------------------------------------------- */
+
+/* An image of another backend (e_machine `machine`, OffloadBinary arch or NULL) that this plugin
+ * does not run: when the tether plugin for that machine has no device in this process, say why
+ * (its plugin_create's reason), once: a warning when OMP_TARGET_OFFLOAD=MANDATORY (libomptarget
+ * then stops without naming the cause), else an info line (LIBOMPTARGET_INFO & 0x10). */
+void plugin_image_unserved(struct plugin *plugin, uint16_t machine, const char *arch);
 
 /* is_valid_binary(_info): true when the image (OffloadBinary-wrapped or not) is an ELF for this
  * backend and the backend's image_compatible (if any) accepts it with this arch (NULL: unknown).
@@ -189,5 +199,11 @@ tether_status_t plugin_probe_send(struct plugin *plugin, int32_t omp_device,
 #define PLUGIN_RPC_CLIENT_SYMBOL "__tether_rpc_client"
 /* NVIDIA images also hold the client's first bytes in constant memory (optional symbol). */
 #define PLUGIN_RPC_CLIENT_CONST_SYMBOL "__tether_rpc_client_const"
+/* After loading an image WITHOUT the client on a GPU: if it calls device services the driver
+ * serves (undefined vprintf, printf, malloc, free), say once per process, under
+ * LIBOMPTARGET_INFO & 0x10, that the driver's own serve them and how to get tether's (link
+ * -ltether-device after the program's sources, with -foffload-lto).  On the host an image's
+ * printf and malloc are the C library's own: nothing to say. */
+void plugin_rpc_no_client(struct plugin_device *dev, const struct plugin_image *image);
 
 #endif /* TETHER_COMMON_PLUGIN_CORE_H */

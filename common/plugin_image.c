@@ -186,9 +186,11 @@ tether_status_t image_elf_check(const struct plugin_image *image, uint16_t machi
     return TETHER_OK;
 }
 
-/* Search one symbol table section for `name`. */
+/* Search one symbol table section for `name`: defined, or (`undefined`) an undefined one, which
+ * only `sym_p->bind` describes. */
 static bool find_in_table(const struct plugin_image *image, const Elf64_Ehdr *ehdr,
-                          const Elf64_Shdr *symtab, const char *name, struct image_symbol *sym_p)
+                          const Elf64_Shdr *symtab, const char *name, bool undefined,
+                          struct image_symbol *sym_p)
 {
     const uint8_t *base = image->start;
     Elf64_Shdr strtab;
@@ -210,12 +212,18 @@ static bool find_in_table(const struct plugin_image *image, const Elf64_Ehdr *eh
         uint64_t off;
 
         memcpy(&sym, base + symtab->sh_offset + i * symtab->sh_entsize, sizeof(sym));
-        if (sym.st_shndx == SHN_UNDEF || sym.st_name >= strtab.sh_size) {
+        if ((sym.st_shndx == SHN_UNDEF) != undefined || sym.st_name >= strtab.sh_size) {
             continue;
         }
         sym_name = string_at(base + strtab.sh_offset, (size_t)strtab.sh_size, sym.st_name);
         if (sym_name == NULL || strcmp(sym_name, name) != 0) {
             continue;
+        }
+        if (undefined) {
+            memset(sym_p, 0, sizeof(*sym_p));
+            sym_p->type = ELF64_ST_TYPE(sym.st_info);
+            sym_p->bind = ELF64_ST_BIND(sym.st_info);
+            return true;
         }
         sym_p->value = sym.st_value;
         sym_p->size = sym.st_size;
@@ -240,8 +248,8 @@ static bool find_in_table(const struct plugin_image *image, const Elf64_Ehdr *eh
     return false;
 }
 
-bool image_elf_symbol(const struct plugin_image *image, const char *name,
-                      struct image_symbol *sym_p)
+static bool find_symbol(const struct plugin_image *image, const char *name, bool undefined,
+                        struct image_symbol *sym_p)
 {
     static const uint32_t order[2] = {SHT_SYMTAB, SHT_DYNSYM};
     Elf64_Ehdr ehdr;
@@ -256,10 +264,111 @@ bool image_elf_symbol(const struct plugin_image *image, const char *name,
             if (!read_shdr(image, &ehdr, i, &shdr)) {
                 return false;
             }
-            if (shdr.sh_type == order[pass] && find_in_table(image, &ehdr, &shdr, name, sym_p)) {
+            if (shdr.sh_type == order[pass] &&
+                find_in_table(image, &ehdr, &shdr, name, undefined, sym_p)) {
                 return true;
             }
         }
     }
     return false;
+}
+
+bool image_elf_symbol(const struct plugin_image *image, const char *name,
+                      struct image_symbol *sym_p)
+{
+    return find_symbol(image, name, false, sym_p);
+}
+
+bool image_elf_undefined(const struct plugin_image *image, const char *name)
+{
+    struct image_symbol sym;
+
+    return find_symbol(image, name, true, &sym);
+}
+
+/* ---- kernel names --------------------------------------------------------------------------- */
+
+#define REGION_PREFIX "__omp_offloading_"
+
+/* Length of the run of hexadecimal digits at s. */
+static size_t hex_run(const char *s)
+{
+    size_t n = 0;
+
+    while ((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f') ||
+           (s[n] >= 'A' && s[n] <= 'F')) {
+        n++;
+    }
+    return n;
+}
+
+/* Length of the run of decimal digits that ends just before end (start is the lower bound). */
+static size_t dec_run_before(const char *start, const char *end)
+{
+    size_t n = 0;
+
+    while (end - n > start && end[-(ptrdiff_t)n - 1] >= '0' && end[-(ptrdiff_t)n - 1] <= '9') {
+        n++;
+    }
+    return n;
+}
+
+/* The "_l<line>" that ends at end, if any: its start, else NULL. */
+static const char *line_suffix(const char *start, const char *end, uint32_t *line_p)
+{
+    size_t digits = dec_run_before(start, end);
+    const char *l;
+    uint64_t line = 0;
+
+    if (digits == 0 || digits > 9 || (size_t)(end - start) < digits + 2) {
+        return NULL;
+    }
+    l = end - digits - 2;
+    if (l[0] != '_' || l[1] != 'l') {
+        return NULL;
+    }
+    for (const char *p = end - digits; p < end; p++) {
+        line = line * 10 + (uint64_t)(*p - '0');
+    }
+    *line_p = (uint32_t)line;
+    return l;
+}
+
+bool image_region_decode(const char *kernel, struct image_region *region_p)
+{
+    const char *p, *end, *l;
+    size_t n;
+    uint32_t line = 0;
+
+    if (kernel == NULL || strncmp(kernel, REGION_PREFIX, sizeof(REGION_PREFIX) - 1) != 0) {
+        return false;
+    }
+    /* <device id>_<file id>_, both hexadecimal. */
+    p = kernel + sizeof(REGION_PREFIX) - 1;
+    for (int field = 0; field < 2; field++) {
+        n = hex_run(p);
+        if (n == 0 || p[n] != '_') {
+            return false;
+        }
+        p += n + 1;
+    }
+    /* <function>_l<line>, or <function>_l<line>_<count> (several regions on one line).  The
+     * function may hold underscores and even "_l<digits>" of its own: the line is the last such
+     * suffix, and a count only when the name does not end in "_l<digits>". */
+    end = p + strlen(p);
+    l = line_suffix(p, end, &line);
+    if (l == NULL) {
+        n = dec_run_before(p, end);
+        if (n == 0 || (size_t)(end - p) < n + 1 || end[-(ptrdiff_t)n - 1] != '_') {
+            return false;
+        }
+        l = line_suffix(p, end - n - 1, &line);
+    }
+    if (l == NULL || l == p) {
+        return false;
+    }
+    region_p->function = p;
+    region_p->function_len = (size_t)(l - p);
+    region_p->line = line;
+    return true;
 }

@@ -3,8 +3,9 @@
  *
  * Role: the bounds-checked decoders common uses to validate an image libomptarget hands over
  * (is_valid_binary), to find symbols in it (<kernel>_exec_mode, __tether_rpc_client) and to read
- * their initial bytes.  Pure functions over a byte range: no allocation, no global state, safe
- * from any thread.  Every read is checked against the range, so arbitrary bytes are safe input.
+ * their initial bytes, and to decode the target region a kernel's name stands for.  Pure functions
+ * over a byte range: no allocation, no global state, safe from any thread.  Every read is checked
+ * against the range, so arbitrary bytes are safe input.
  *
  * Formats: LLVM OffloadBinary version 1 (llvm/Object/OffloadBinary.h) and ELF64 little endian.
  */
@@ -45,7 +46,25 @@ tether_status_t image_elf_check(const struct plugin_image *image, uint16_t machi
 bool image_elf_symbol(const struct plugin_image *image, const char *name,
                       struct image_symbol *sym_p);
 
+/* True when the image's symbol table (.symtab, else .dynsym) lists `name` as UNDEFINED: a
+ * function the image calls and something else (the driver, a library) must provide, e.g.
+ * vprintf and malloc in a cubin, which the CUDA driver serves. */
+bool image_elf_undefined(const struct plugin_image *image, const char *name);
+
 /* The e_machine of a valid ELF image, 0 if it is not one. */
 uint16_t image_elf_machine(const struct plugin_image *image);
+
+/* The target region an OpenMP kernel name stands for.  clang names a target region's kernel
+ * __omp_offloading_<device id>_<file id>_<function>_l<line>, with _<count> appended when one line
+ * has several regions; both ids are hexadecimal (not names), <function> is the enclosing
+ * function's linkage name (C++: mangled, e.g. _Z3fooi) and may itself contain underscores. */
+struct image_region {
+    const char *function; /* points into the kernel name; NOT NUL-terminated */
+    size_t function_len;
+    uint32_t line; /* source line of the target directive */
+};
+
+/* Decode a kernel name.  False (and *region_p untouched) for a name that is not of that form. */
+bool image_region_decode(const char *kernel, struct image_region *region_p);
 
 #endif /* TETHER_COMMON_PLUGIN_IMAGE_H */

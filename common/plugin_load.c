@@ -88,15 +88,34 @@ bool plugin_image_valid(struct plugin *plugin, const struct tgt_device_image *im
         return false;
     }
     if (image_view(plugin, img, &image, &err) != TETHER_OK) {
+        uint16_t machine = 0;
+
         plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "image %p not ours: %s",
                    img ? img->ImageStart : NULL, err.msg);
+        if (img != NULL && img->ImageStart != NULL && img->ImageEnd > img->ImageStart &&
+            image_unwrap(img->ImageStart,
+                         (size_t)((const char *)img->ImageEnd - (const char *)img->ImageStart),
+                         &image, NULL) == TETHER_OK) {
+            machine = image_elf_machine(&image);
+        }
+        if (machine == plugin->ops->elf_machine) {
+            /* An image for this plugin that it cannot read. */
+            plugin_image_refused(plugin,
+                                 "the program's %s image%s%s%s is not one this plugin "
+                                 "can load: %s",
+                                 plugin->ops->name, arch != NULL && arch[0] ? " (arch " : "",
+                                 arch != NULL ? arch : "", arch != NULL && arch[0] ? ")" : "",
+                                 err.msg);
+        } else if (machine != 0) {
+            plugin_image_unserved(plugin, machine, arch);
+        }
         return false;
     }
     if (image.arch == NULL) {
         image.arch = arch;
     }
     if (plugin->ops->image_compatible != NULL && !plugin->ops->image_compatible(plugin, &image)) {
-        plugin_log(plugin, NULL, PLUGIN_LOG_INFO, "image %p (arch %s) does not run on any device",
+        plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "image %p (arch %s) does not run on any device",
                    img->ImageStart, image.arch ? image.arch : "unknown");
         return false;
     }
@@ -149,10 +168,10 @@ static tether_status_t write_device_environment(struct plugin_device *dev,
         return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "%s has %zu bytes, expected %zu",
                                 TGT_DEVICE_ENVIRONMENT_SYMBOL, size, sizeof(env));
     }
-    env.DebugKind = (uint32_t)plugin_env_int("LIBOMPTARGET_DEVICE_RTL_DEBUG", 0);
+    env.DebugKind = (uint32_t)plugin_env_int("LIBOMPTARGET_DEVICE_RTL_DEBUG", 0, 0, UINT32_MAX);
     env.NumDevices = (uint32_t)dev->plugin->num_devices;
     env.DeviceNum = (uint32_t)dev->id;
-    env.DynamicMemSize = (uint32_t)plugin_env_int("LIBOMPTARGET_SHARED_MEMORY_SIZE", 0);
+    env.DynamicMemSize = dev->plugin->state->env_shared_mem;
     rc = ops->memcpy_h2d(dev, addr, &env, sizeof(env), NULL, NULL, err);
     if (rc != TETHER_OK) {
         return rc;
@@ -283,6 +302,8 @@ tether_status_t plugin_image_load(struct plugin_device *dev, const struct tgt_de
         if (rc != TETHER_OK) {
             goto release;
         }
+    } else {
+        plugin_rpc_no_client(dev, &image);
     }
     pthread_mutex_lock(&st->lock);
     loaded->next = st->loaded;
@@ -422,11 +443,18 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
             goto free_args;
         }
     }
-    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN)) {
-        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
-                   "launching kernel %s with %u teams and %u threads in %s mode, %u argument(s)%s",
-                   kernel->name, launch.num_teams, launch.num_threads, mode_name(kernel->exec_mode),
-                   (unsigned)n, pa ? ", queued" : "");
+    if (dev->limits.warp_size <= 1) {
+        /* The host backend calls the outlined function, which forks its own teams and threads
+         * through libomp; host images carry no exec mode. */
+        plugin_info_log(dev->plugin, dev, PLUGIN_INFO_PLUGIN,
+                        "launching kernel %s on the host, %u argument(s)%s", kernel->name,
+                        (unsigned)n, pa ? ", queued" : "");
+    } else {
+        plugin_info_log(dev->plugin, dev, PLUGIN_INFO_PLUGIN,
+                        "launching kernel %s with %u teams and %u threads in %s mode, %u "
+                        "argument(s)%s",
+                        kernel->name, launch.num_teams, launch.num_threads,
+                        mode_name(kernel->exec_mode), (unsigned)n, pa ? ", queued" : "");
     }
     plugin_rpc_launch_begin(dev);
     rc = ops->launch(dev, kernel, &launch, pa ? pa->queue : NULL, err);

@@ -74,11 +74,9 @@ tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32
         if (rc != TETHER_OK) {
             goto free_ptr;
         }
-        if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_MAPPING_CHANGED)) {
-            plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
-                       "host allocation %p (%lld bytes) registered as pinned", ptr,
-                       (long long)size);
-        }
+        plugin_info_log(dev->plugin, dev, PLUGIN_INFO_MAPPING_CHANGED,
+                        "host allocation %p (%lld bytes) registered as pinned", ptr,
+                        (long long)size);
     }
     *ptr_p = ptr;
     return TETHER_OK;
@@ -176,11 +174,9 @@ static tether_status_t copy_queue(struct plugin_device *dev, struct tgt_async_in
 static void log_transfer(struct plugin_device *dev, const char *dir, const void *hst, int64_t size,
                          const void *host_dev, const struct plugin_async *pa)
 {
-    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_DATA_TRANSFER)) {
-        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "%s %lld bytes, host %p %s, %s", dir,
-                   (long long)size, hst, host_dev ? "pinned" : "pageable",
-                   pa ? "queued" : "synchronous");
-    }
+    plugin_info_log(dev->plugin, dev, PLUGIN_INFO_DATA_TRANSFER, "%s %lld bytes, host %p %s, %s",
+                    dir, (long long)size, hst, host_dev ? "pinned" : "pageable",
+                    pa ? "queued" : "synchronous");
 }
 
 /* What host<->device copies share: argument checks, the pinned-map lookup (host_dev is the
@@ -294,10 +290,9 @@ tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t s
         return plugin_error_set(err, TETHER_ERR_INTERNAL, "pinning %p gave a NULL device address",
                                 ptr);
     }
-    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_MAPPING_CHANGED)) {
-        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "locked %p (%lld bytes) -> %p, %zu range(s)",
-                   ptr, (long long)size, dev_ptr, pinned_map_count(dev->plugin->state->pinned));
-    }
+    plugin_info_log(dev->plugin, dev, PLUGIN_INFO_MAPPING_CHANGED,
+                    "locked %p (%lld bytes) -> %p, %zu range(s)", ptr, (long long)size, dev_ptr,
+                    pinned_map_count(dev->plugin->state->pinned));
     *dev_ptr_p = dev_ptr;
     return TETHER_OK;
 }
@@ -311,9 +306,7 @@ tether_status_t plugin_data_unlock(struct plugin_device *dev, void *ptr, struct 
     if (rc != TETHER_OK) {
         return rc;
     }
-    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_MAPPING_CHANGED)) {
-        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO, "unlocked %p, %zu range(s)", ptr,
-                   pinned_map_count(dev->plugin->state->pinned));
-    }
+    plugin_info_log(dev->plugin, dev, PLUGIN_INFO_MAPPING_CHANGED, "unlocked %p, %zu range(s)", ptr,
+                    pinned_map_count(dev->plugin->state->pinned));
     return TETHER_OK;
 }

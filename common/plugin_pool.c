@@ -140,8 +140,9 @@ tether_status_t plugin_pool_create(struct plugin_device *dev, struct tether_erro
         free(p);
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "device allocation cache");
     }
-    int64_t max = plugin_env_int("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", POOL_DEFAULT_MAX);
-    int64_t cap = plugin_env_int("TETHER_ALLOC_CACHE_BYTES", POOL_DEFAULT_CAP);
+    int64_t max =
+        plugin_env_int("LIBOMPTARGET_MEMORY_MANAGER_THRESHOLD", POOL_DEFAULT_MAX, 0, INT64_MAX);
+    int64_t cap = plugin_env_int("TETHER_ALLOC_CACHE_BYTES", POOL_DEFAULT_CAP, 0, INT64_MAX);
     size_t top = pool_class_size(POOL_CLASSES - 1);
     p->max_size = max <= 0 ? 0 : (uint64_t)max > top ? top : (size_t)max;
     p->cap = cap <= 0 ? 0 : (size_t)cap;

@@ -19,12 +19,13 @@
  *    server's counts (calls, inline answers, printf lines, ...) with LIBOMPTARGET_INFO's plugin
  *    bit (16) or TETHER_DEBUG.
  * Environment:
- *   TETHER_RPC_PORTS          ports per image (default: the backend's limits.rpc_ports, else 64,
- *                             or 4 x CPUs, for the host backend and 4096 on GPUs; CUDA: 16384)
- *   TETHER_RPC_HEAP_RESERVE   bytes of device heap allocated at image load (default 0 on the
- *                             host, 256 MiB on GPUs: the first chunks the device asks for come
- *                             without a driver call; beyond it the server allocates while
- *                             kernels run, see docs/rpc-services.md section 10)
+ *   TETHER_RPC_PORTS          ports per image, 1 to 16384 (default: the backend's
+ *                             limits.rpc_ports, else 64, or 4 x CPUs, for the host backend and
+ *                             4096 on GPUs; CUDA: 16384)
+ *   TETHER_RPC_HEAP_RESERVE   bytes of device heap allocated at image load, 0 to 1 TiB (default
+ *                             0 on the host, 256 MiB on GPUs: the first chunks the device asks
+ *                             for come without a driver call; beyond it the server allocates
+ *                             while kernels run, see docs/rpc-services.md section 10)
  *   TETHER_RPC_NEAR           0: do not place small grids' ports near their SM's L2 partition
  *                             (default 1 where the backend has l2_probe: CUDA)
  */
@@ -34,9 +35,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plugin_image.h"
 #include "plugin_state.h"
 #include "tether/rpc.h"
 #include "../rpc/device/device_client.h"
+
+/* TETHER_RPC_HEAP_RESERVE's largest value: 1 TiB. */
+#define RPC_HEAP_RESERVE_MAX ((int64_t)1 << 40)
 
 struct rpc_image_server {
     tether_rpc_server_t *srv;
@@ -118,7 +123,7 @@ static void rpc_near(struct plugin_device *dev, uint64_t global, uint32_t ports,
                      struct tether_rpc_device_client *client)
 {
     const struct plugin_ops *ops = dev->plugin->ops;
-    if (ops->l2_probe == NULL || plugin_env_int("TETHER_RPC_NEAR", 1) == 0)
+    if (ops->l2_probe == NULL || !plugin_env_bool("TETHER_RPC_NEAR", true))
         return;
     uint64_t words = global + offsetof(struct tether_rpc_device_client, locks);
     uint32_t base = (uint32_t)((4096 - words % 4096) % 4096 / sizeof(rpc_state_t));
@@ -179,7 +184,7 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     uint32_t ports = host ? (uint32_t)(cpus > 16 ? 4 * cpus : 64) : 4096;
     if (dev->limits.rpc_ports != 0)
         ports = dev->limits.rpc_ports;
-    ports = (uint32_t)plugin_env_int("TETHER_RPC_PORTS", ports);
+    ports = (uint32_t)plugin_env_int("TETHER_RPC_PORTS", ports, 1, TETHER_RPC_DEVICE_PORTS_MAX);
     struct tether_rpc_server_config cfg = {
         .device_id = (uint32_t)dev->id,
         .port_count = ports,
@@ -193,7 +198,8 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
         .device_ctx = dev,
         /* GPUs: device heap allocated before any kernel runs (a CUDA allocation while a
          * kernel runs may wait for it; the device heap refills from this first). */
-        .heap_reserve = (size_t)plugin_env_int("TETHER_RPC_HEAP_RESERVE", host ? 0 : 256 << 20),
+        .heap_reserve = (size_t)plugin_env_int("TETHER_RPC_HEAP_RESERVE", host ? 0 : 256 << 20, 0,
+                                               RPC_HEAP_RESERVE_MAX),
     };
     struct rpc_image_server *node = calloc(1, sizeof *node);
     if (node == NULL)
@@ -260,6 +266,30 @@ destroy:
 free_node:
     free(node);
     return rc;
+}
+
+void plugin_rpc_no_client(struct plugin_device *dev, const struct plugin_image *image)
+{
+    static const char *const services[] = {"vprintf", "printf", "malloc", "free"};
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    char names[64] = "";
+    size_t used = 0;
+
+    if (dev->limits.warp_size <= 1 || !plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN))
+        return;
+    for (size_t i = 0; i < sizeof(services) / sizeof(services[0]); i++) {
+        if (image_elf_undefined(image, services[i]))
+            used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "",
+                                     services[i]);
+    }
+    if (used == 0 || atomic_flag_test_and_set(&said))
+        return;
+    plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+               "the image calls %s but has no tether RPC client (%s): the driver's own device "
+               "printf and heap serve them, not tether's; to use tether's, link -ltether-device "
+               "after the program's sources (pkg-config --libs tether after them), with "
+               "-foffload-lto",
+               names, PLUGIN_RPC_CLIENT_SYMBOL);
 }
 
 /* Exported (tether_rtl_* is in the plugin's version script): tether_rpc_register_user() in

@@ -87,7 +87,8 @@ struct tether_rpc_server_config {
     tether_rpc_device_alloc_t device_alloc; /* NULL: the device's malloc returns NULL */
     tether_rpc_device_free_t device_free;   /* required with device_alloc */
     void *device_ctx;
-    size_t heap_reserve;       /* bytes of device heap to allocate now, before any kernel runs */
+    size_t heap_reserve;       /* bytes of device heap to allocate now, before any kernel runs
+                                  (when that fails: a warning, and the heap grows on demand) */
     size_t heap_limit;         /* most device heap bytes handed out at once (0: no limit) */
     tether_rpc_exit_t on_exit; /* NULL: see tether_rpc_exit_t */
     void *exit_ctx;

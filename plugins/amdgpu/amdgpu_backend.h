@@ -24,10 +24,11 @@
  * through hsa_amd_memory_async_copy's dependency list, kernels through a barrier-AND packet on
  * the stream's HSA queue when the previous operation was not a packet on that queue.  The AQL
  * barrier bit orders packets on one HSA queue.  Each device has AMDGPU_MAX_HW_QUEUES HSA queues
- * at most (TETHER_AMDGPU_QUEUES, default 4), created on demand and shared round-robin by streams.
- * Resources an operation uses (its signal, kernarg block, a temporary host lock) are released
- * when the stream is found complete (queue_sync / queue_query).  A synchronous operation is a
- * stream of its own that is synchronised before returning.
+ * at most (TETHER_AMDGPU_QUEUES or LLVM's LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES, default 4), created
+ * on demand and shared round-robin by streams. Resources an operation uses (its signal, kernarg
+ * block, a temporary host lock) are released when the stream is found complete (queue_sync /
+ * queue_query).  A synchronous operation is a stream of its own that is synchronised before
+ * returning.
  *
  * Locking: the signal pool and the kernarg blocks have one mutex each per device; a stream has its
  * own mutex (common may use one AsyncInfo from a helper thread while another thread queries it);
@@ -51,11 +52,13 @@
 
 #define AMDGPU_MAX_HW_QUEUES 16
 #define AMDGPU_DEFAULT_HW_QUEUES 4
-#define AMDGPU_HW_QUEUE_PACKETS 1024u /* capped by HSA_AGENT_INFO_QUEUE_MAX_SIZE */
-#define AMDGPU_KERNARG_BLOCK 1024u    /* bytes per pooled kernarg block */
-#define AMDGPU_KERNARG_BLOCKS 64u     /* blocks per device */
-#define AMDGPU_TEAMS_PER_CU 4         /* LLVM 16's default teams per compute unit */
-#define AMDGPU_DEFAULT_THREADS 256    /* LLVM 16's AMDGPU GV_Default_WG_Size */
+#define AMDGPU_HW_QUEUE_PACKETS 1024u       /* default; capped by HSA_AGENT_INFO_QUEUE_MAX_SIZE */
+#define AMDGPU_MAX_QUEUE_PACKETS (1u << 20) /* LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE's largest */
+#define AMDGPU_KERNARG_BLOCK 1024u          /* bytes per pooled kernarg block */
+#define AMDGPU_KERNARG_BLOCKS 64u           /* blocks per device */
+#define AMDGPU_TEAMS_PER_CU 4               /* LLVM 16's default teams per compute unit */
+#define AMDGPU_MAX_TEAMS_PER_CU 1024        /* LIBOMPTARGET_AMDGPU_TEAMS_PER_CU's largest */
+#define AMDGPU_DEFAULT_THREADS 256          /* LLVM 16's AMDGPU GV_Default_WG_Size */
 
 /* A host range this plugin locked with hsa_amd_memory_lock (for every agent), shared by whoever
  * needs it locked: a pinned-map entry (host_register) and transfers of pageable memory that lies
@@ -158,6 +161,8 @@ struct plugin_queue {
     size_t num_pending, cap_pending;
     tether_status_t status; /* first failure, reported by the next sync */
     struct tether_error err;
+    const char *last_kernel; /* name of the last kernel enqueued since the stream was last found
+                                complete, for the message when its work fails */
 };
 
 struct plugin_event {

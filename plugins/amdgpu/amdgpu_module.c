@@ -187,7 +187,8 @@ tether_status_t amdgpu_kernel_lookup(struct plugin_device *pdev, struct plugin_m
     k->private_segment_size = meta->private_segment_fixed_size;
     if (meta->uses_dynamic_stack ||
         (meta->kd.kernel_code_properties & AMDGPU_KCP_USES_DYNAMIC_STACK) != 0) {
-        int64_t stack = plugin_env_int("LIBOMPTARGET_STACK_SIZE", AMDGPU_DEFAULT_STACK_SIZE);
+        int64_t stack =
+            plugin_env_int("LIBOMPTARGET_STACK_SIZE", AMDGPU_DEFAULT_STACK_SIZE, 0, UINT32_MAX);
 
         if (stack > 0 && stack <= UINT32_MAX && (uint64_t)stack > k->private_segment_size)
             k->private_segment_size = (uint32_t)stack;

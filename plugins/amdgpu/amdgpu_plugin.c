@@ -4,10 +4,11 @@
  *
  * Start-up (plugin_create): dlopen the runtime, hsa_init, list agents.  What is not an error:
  * no runtime library, hsa_init failing on a machine without the amdgpu kernel driver (/dev/kfd),
- * or a runtime reporting no GPU agent: each gives zero devices and one info message (printed with
- * LIBOMPTARGET_INFO=16 or TETHER_DEBUG=1).  A runtime lacking symbols, hsa_init failing although
- * /dev/kfd exists, or a CPU agent without the memory pools the plugin needs is a warning-worthy
- * error with the runtime's message; common then reports zero devices.
+ * or a runtime reporting no GPU agent: each gives zero devices and one info message saying which
+ * (common prints it with LIBOMPTARGET_INFO=16 or TETHER_DEBUG=1, and as a warning when an AMDGPU
+ * image then finds no device while offloading is mandatory).  A runtime lacking symbols, hsa_init
+ * failing although /dev/kfd exists, or a CPU agent without the memory pools the plugin needs is a
+ * warning-worthy error with the runtime's message; common then reports zero devices.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,7 +179,10 @@ static tether_status_t amdgpu_plugin_create(struct plugin **plugin_p, struct tet
     pthread_mutex_init(&ap->lock_mu, NULL);
     st = amdgpu_hsa_open(NULL, &ap->hsa, err);
     if (st == TETHER_ERR_NO_DRIVER) {
-        plugin_log(&amdgpu_log_plugin, NULL, PLUGIN_LOG_INFO, "no AMD GPU devices: %s", err->msg);
+        char why[TETHER_ERROR_MSG_MAX];
+
+        snprintf(why, sizeof(why), "%s", err->msg);
+        plugin_error_set(err, TETHER_OK, "no AMD GPU (%s); the AMDGPU plugin has 0 devices", why);
         goto no_devices;
     }
     if (st != TETHER_OK)
@@ -188,9 +192,13 @@ static tether_status_t amdgpu_plugin_create(struct plugin **plugin_p, struct tet
     if (hs != HSA_STATUS_SUCCESS) {
         st = amdgpu_plugin_check(ap, hs, "hsa_init", err);
         if (access(AMDGPU_KFD_PATH, F_OK) != 0) {
-            /* the runtime is installed but the machine has no amdgpu kernel driver */
-            plugin_log(&amdgpu_log_plugin, NULL, PLUGIN_LOG_INFO,
-                       "no AMD GPU devices (%s absent): %s", AMDGPU_KFD_PATH, err->msg);
+            /* The runtime is installed but the machine has no amdgpu kernel driver: hsa_init's
+             * status (often HSA_STATUS_ERROR_OUT_OF_RESOURCES) says nothing useful then; it is
+             * in the debug log. */
+            plugin_error_set(err, TETHER_OK,
+                             "no AMD GPU: %s is absent (no amdgpu kernel driver); the AMDGPU "
+                             "plugin has 0 devices",
+                             AMDGPU_KFD_PATH);
             goto no_devices;
         }
         goto free_plugin;
@@ -207,8 +215,10 @@ static tether_status_t amdgpu_plugin_create(struct plugin **plugin_p, struct tet
     if (st != TETHER_OK)
         goto free_agents;
     if (scan.num_gpus == 0) {
-        plugin_log(&amdgpu_log_plugin, NULL, PLUGIN_LOG_INFO,
-                   "no AMD GPU devices: the HSA runtime reports no GPU agent");
+        plugin_error_set(err, TETHER_OK,
+                         "no AMD GPU: the HSA runtime (%s) reports no GPU agent; the AMDGPU plugin "
+                         "has 0 devices",
+                         amdgpu_hsa_library_name());
         free(scan.gpus);
         goto no_devices;
     }
@@ -293,9 +303,10 @@ static bool amdgpu_image_compatible(struct plugin *plugin, const struct plugin_i
     char text[64];
 
     if (!amdgpu_image_target(image, &img)) {
-        plugin_log(plugin, NULL, PLUGIN_LOG_INFO,
-                   "image (arch \"%s\") names no AMDGPU processor this plugin knows",
-                   image->arch != NULL ? image->arch : "");
+        plugin_image_refused(plugin,
+                             "the program's image (arch \"%s\") names no AMDGPU processor this "
+                             "plugin knows",
+                             image->arch != NULL ? image->arch : "");
         return false;
     }
     amdgpu_target_id_format(&img, text, sizeof(text));
@@ -305,9 +316,10 @@ static bool amdgpu_image_compatible(struct plugin *plugin, const struct plugin_i
 
         if (!amdgpu_agent_target(ap, i, &agent, isa, sizeof(isa)) ||
             !amdgpu_target_id_compatible(&img, &agent)) {
-            plugin_log(plugin, NULL, PLUGIN_LOG_INFO,
-                       "image for %s does not run on device %d (%s); not taking it", text, (int)i,
-                       isa[0] != '\0' ? isa : "unknown ISA");
+            plugin_image_refused(plugin,
+                                 "the program's image for %s does not run on device %d (%s); "
+                                 "build it with --offload-arch for that processor",
+                                 text, (int)i, isa[0] != '\0' ? isa : "unknown ISA");
             return false;
         }
     }
@@ -315,6 +327,21 @@ static bool amdgpu_image_compatible(struct plugin *plugin, const struct plugin_i
 }
 
 /* ---- devices ----------------------------------------------------------------------------- */
+
+/* LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE: packets per HSA queue, a power of two (HSA requires it);
+ * the agent's limits apply on top, as in LLVM's plugin. */
+static uint32_t amdgpu_env_queue_size(void)
+{
+    static const char name[] = "LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE";
+    int64_t v = plugin_env_int(name, AMDGPU_HW_QUEUE_PACKETS, 1, AMDGPU_MAX_QUEUE_PACKETS);
+
+    if ((v & (v - 1)) != 0) {
+        plugin_env_warn(name, "%s=%lld is not a power of two; using %u", name, (long long)v,
+                        AMDGPU_HW_QUEUE_PACKETS);
+        v = AMDGPU_HW_QUEUE_PACKETS;
+    }
+    return (uint32_t)v;
+}
 
 static tether_status_t amdgpu_device_create(struct plugin *plugin, int32_t id,
                                             struct plugin_device **dev_p, struct tether_error *err)
@@ -324,6 +351,7 @@ static tether_status_t amdgpu_device_create(struct plugin *plugin, int32_t id,
     const struct amdgpu_hsa *hsa = &ap->hsa;
     hsa_dim3_t grid_dim = {0, 0, 0};
     int64_t queues;
+    uint32_t packets;
     tether_status_t st;
 
     dev = calloc(1, sizeof(*dev));
@@ -380,19 +408,21 @@ static tether_status_t amdgpu_device_create(struct plugin *plugin, int32_t id,
                               dev->isa);
         goto free_device;
     }
-    if (dev->queue_packets > AMDGPU_HW_QUEUE_PACKETS) {
+    packets = amdgpu_env_queue_size();
+    if (dev->queue_packets > packets) {
         uint32_t min_packets = 0;
 
-        dev->queue_packets = AMDGPU_HW_QUEUE_PACKETS;
+        dev->queue_packets = packets;
         if (hsa->hsa_agent_get_info(dev->agent, HSA_AGENT_INFO_QUEUE_MIN_SIZE, &min_packets) ==
                 HSA_STATUS_SUCCESS &&
             min_packets > dev->queue_packets)
             dev->queue_packets = min_packets;
     }
-    queues = plugin_env_int("TETHER_AMDGPU_QUEUES", AMDGPU_DEFAULT_HW_QUEUES);
-    dev->num_hw_queues = (uint32_t)(queues < 1                      ? 1
-                                    : queues > AMDGPU_MAX_HW_QUEUES ? AMDGPU_MAX_HW_QUEUES
-                                                                    : queues);
+    /* tether's name, or LLVM's for the same thing */
+    queues = plugin_env_int(
+        plugin_env_pick("TETHER_AMDGPU_QUEUES", "LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES"),
+        AMDGPU_DEFAULT_HW_QUEUES, 1, AMDGPU_MAX_HW_QUEUES);
+    dev->num_hw_queues = (uint32_t)queues;
     pthread_mutex_init(&dev->queue_lock, NULL);
     pthread_mutex_init(&dev->signal_lock, NULL);
     pthread_mutex_init(&dev->kernarg_lock, NULL);
@@ -423,7 +453,8 @@ static tether_status_t amdgpu_device_limits(struct plugin_device *pdev,
     struct amdgpu_device *dev = amdgpu_device_of(pdev);
     const struct amdgpu_hsa *hsa = &dev->ap->hsa;
     struct plugin_device_limits l = {0};
-    int64_t per_cu = plugin_env_int("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", AMDGPU_TEAMS_PER_CU);
+    int64_t per_cu = plugin_env_int("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", AMDGPU_TEAMS_PER_CU, 1,
+                                    AMDGPU_MAX_TEAMS_PER_CU);
     uint64_t max_teams;
     uint32_t domain = 0, bdf = 0;
 
@@ -437,8 +468,6 @@ static tether_status_t amdgpu_device_limits(struct plugin_device *pdev,
     l.max_teams = (uint32_t)(max_teams != 0 ? max_teams : 1);
     l.default_threads =
         AMDGPU_DEFAULT_THREADS < l.max_threads ? AMDGPU_DEFAULT_THREADS : l.max_threads;
-    if (per_cu < 1)
-        per_cu = AMDGPU_TEAMS_PER_CU;
     l.default_teams = dev->compute_units != 0 ? (uint32_t)(dev->compute_units * per_cu) : 440;
     if (l.default_teams > l.max_teams)
         l.default_teams = l.max_teams;

@@ -3,6 +3,7 @@
  * launches of the AMDGPU backend (see amdgpu_backend.h for the model).
  */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,6 +226,25 @@ static void amdgpu_stream_retire(struct plugin_queue *q)
     q->num_pending = 0;
     q->last = NULL;
     q->last_on_hq = false;
+    q->last_kernel = NULL;
+}
+
+/* After q's work failed: name the last kernel it ran, "<message>; <prefix>the target region in
+ * main at line 27" (a GPU fault surfaces at the next wait, whichever operation it was). */
+static void amdgpu_stream_blame(struct plugin_queue *q, const char *prefix,
+                                struct tether_error *err)
+{
+    char region[TETHER_ERROR_MSG_MAX], msg[TETHER_ERROR_MSG_MAX];
+    const char *kernel;
+
+    pthread_mutex_lock(&q->lock);
+    kernel = q->last_kernel;
+    pthread_mutex_unlock(&q->lock);
+    if (kernel == NULL)
+        return;
+    plugin_region_describe(kernel, region, sizeof(region));
+    snprintf(msg, sizeof(msg), "%s", err->msg);
+    plugin_error_set(err, TETHER_OK, "%s; %s%s", msg, prefix, region);
 }
 
 /* The stream's first recorded failure (q->lock held), cleared. */
@@ -326,8 +346,12 @@ void amdgpu_queue_destroy(struct plugin_device *pdev, struct plugin_queue *queue
 tether_status_t amdgpu_queue_sync(struct plugin_device *pdev, struct plugin_queue *queue,
                                   struct tether_error *err)
 {
+    tether_status_t st = amdgpu_stream_sync(queue, err);
+
     (void)pdev;
-    return amdgpu_stream_sync(queue, err);
+    if (st != TETHER_OK)
+        amdgpu_stream_blame(queue, "in work queued with ", err);
+    return st;
 }
 
 tether_status_t amdgpu_queue_query(struct plugin_device *pdev, struct plugin_queue *q, bool *done_p,
@@ -356,6 +380,8 @@ tether_status_t amdgpu_queue_query(struct plugin_device *pdev, struct plugin_que
     pthread_mutex_unlock(&q->lock);
     if (st == TETHER_OK)
         *done_p = done;
+    else
+        amdgpu_stream_blame(q, "in work queued with ", err);
     return st;
 }
 
@@ -549,6 +575,7 @@ static tether_status_t amdgpu_launch_on(struct amdgpu_device *dev,
         n++;
         amdgpu_hw_queue_submit(dev, q->hq, packets, headers, n);
         amdgpu_stream_push(q, signal, true, &kernarg_pending, 1);
+        q->last_kernel = k->base.name;
     }
     pthread_mutex_unlock(&q->lock);
     if (st == TETHER_OK)
@@ -576,8 +603,11 @@ tether_status_t amdgpu_launch(struct plugin_device *pdev, struct plugin_kernel *
     if (st != TETHER_OK)
         return plugin_error_set(err, st, "cannot create a stream");
     st = amdgpu_launch_on(dev, k, launch, &tmp, err);
-    if (st == TETHER_OK)
+    if (st == TETHER_OK) {
         st = amdgpu_stream_sync(&tmp, err);
+        if (st != TETHER_OK)
+            amdgpu_stream_blame(&tmp, "in ", err);
+    }
     amdgpu_stream_fini(&tmp);
     return st;
 }

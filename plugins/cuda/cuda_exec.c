@@ -36,6 +36,7 @@ tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue
         free(q);
         return rc;
     }
+    atomic_init(&q->last_kernel, NULL);
     *queue_p = q;
     return TETHER_OK;
 }
@@ -64,6 +65,18 @@ tether_status_t cuda_interop_info(struct plugin_device *dev, struct plugin_queue
     return TETHER_OK;
 }
 
+/* What a failure message says about a kernel: "in the target region in main at line 27" (or
+ * "in kernel <name>" for a name clang did not make). */
+static void cuda_kernel_what(const char *prefix, const char *kernel, char *buf, size_t len)
+{
+    char region[TETHER_ERROR_MSG_MAX];
+
+    plugin_region_describe(kernel, region, sizeof(region));
+    if (snprintf(buf, len, "%s%s", prefix, region) >= (int)len) {
+        buf[len - 1] = '\0'; /* a long name: cut */
+    }
+}
+
 /* Common destroys a queue at shutdown or after its work failed: never reuse its stream. */
 void cuda_queue_destroy(struct plugin_device *dev, struct plugin_queue *queue)
 {
@@ -82,11 +95,20 @@ tether_status_t cuda_queue_sync(struct plugin_device *dev, struct plugin_queue *
 {
     struct cuda_device *cd = cuda_device_of(dev);
     tether_status_t rc = cuda_ctx_enter(cd, err);
+    const char *kernel = atomic_load(&queue->last_kernel);
+    char what[TETHER_ERROR_MSG_MAX] = "in queued work";
 
     if (rc != TETHER_OK) {
         return rc;
     }
-    return cuda_stream_sync(cd, queue->stream, "queued work", err);
+    if (kernel != NULL) {
+        cuda_kernel_what("in work queued with ", kernel, what, sizeof(what));
+    }
+    rc = cuda_stream_sync(cd, queue->stream, what, err);
+    if (rc == TETHER_OK) {
+        atomic_store(&queue->last_kernel, NULL);
+    }
+    return rc;
 }
 
 tether_status_t cuda_queue_query(struct plugin_device *dev, struct plugin_queue *queue,
@@ -106,7 +128,15 @@ tether_status_t cuda_queue_query(struct plugin_device *dev, struct plugin_queue 
     }
     rc = cuda_driver_check(cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamQuery], err);
     if (rc == TETHER_OK) {
+        atomic_store(&queue->last_kernel, NULL);
         *done_p = true;
+    } else if (atomic_load(&queue->last_kernel) != NULL) {
+        char what[TETHER_ERROR_MSG_MAX], msg[TETHER_ERROR_MSG_MAX];
+
+        cuda_kernel_what("in work queued with ", atomic_load(&queue->last_kernel), what,
+                         sizeof(what));
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        plugin_error_set(err, rc, "%s; %s", msg, what);
     }
     return rc;
 }
@@ -418,6 +448,7 @@ tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *ker
     struct cuda_kernel *ck = container_of(kernel, struct cuda_kernel, base);
     void *stack_params[32];
     void **params = stack_params;
+    char what[TETHER_ERROR_MSG_MAX];
     CUstream stream;
     bool borrowed = false;
     tether_status_t rc;
@@ -462,17 +493,19 @@ tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *ker
     }
     rc = CUDA_CALL(cd->drv, err, cuLaunchKernel, ck->func, launch->num_teams, 1, 1,
                    launch->num_threads, 1, 1, launch->dyn_shared_mem, stream, params, NULL);
+    cuda_kernel_what("in ", kernel->name, what, sizeof(what));
     if (rc != TETHER_OK) {
         char msg[TETHER_ERROR_MSG_MAX];
 
         snprintf(msg, sizeof(msg), "%s", err->msg);
-        plugin_error_set(err, rc, "kernel %s (%u teams x %u threads, %u bytes shared): %s",
-                         kernel->name, launch->num_teams, launch->num_threads,
-                         launch->dyn_shared_mem, msg);
+        plugin_error_set(err, rc, "%s (%u teams x %u threads, %u bytes shared); %s", msg,
+                         launch->num_teams, launch->num_threads, launch->dyn_shared_mem, what);
+    } else if (queue != NULL) {
+        atomic_store(&queue->last_kernel, kernel->name);
     }
     if (borrowed) {
         if (rc == TETHER_OK) {
-            rc = cuda_stream_sync(cd, stream, kernel->name, err);
+            rc = cuda_stream_sync(cd, stream, what, err);
         }
         cuda_stream_put(cd, stream, rc != TETHER_OK);
     }

@@ -136,7 +136,7 @@ static tether_status_t cuda_copy_finish(struct cuda_device *cd, CUstream stream,
     if (rc == TETHER_OK) {
         char label[64];
 
-        snprintf(label, sizeof(label), "%s of %zu bytes", what, size);
+        snprintf(label, sizeof(label), "in a %s of %zu bytes", what, size);
         rc = cuda_stream_sync(cd, stream, label, err);
     }
     cuda_stream_put(cd, stream, rc != TETHER_OK);

@@ -4,12 +4,13 @@
  * Environment (docs/cuda.md):
  *   LIBOMPTARGET_STACK_SIZE           per-thread stack, bytes (cuCtxSetLimit STACK_SIZE)
  *   LIBOMPTARGET_HEAP_SIZE            device malloc heap, bytes (cuCtxSetLimit MALLOC_HEAP_SIZE)
- *   LIBOMPTARGET_NUM_INITIAL_STREAMS  streams created with each device (default 32)
- *   LIBOMPTARGET_NUM_INITIAL_EVENTS   events created with each device (default 32)
+ *   LIBOMPTARGET_NUM_INITIAL_STREAMS  streams created with each device, 0 to 1024 (default 32)
+ *   LIBOMPTARGET_NUM_INITIAL_EVENTS   events created with each device, 0 to 1024 (default 32)
  *   TETHER_CUDA_SCHED                 auto | spin | yield | blocking: how a host thread waits for
  *                                     the GPU, set when tether activates the primary context
  *                                     (default auto: the driver spins while it has spare cores)
  *   TETHER_CUDA_PRINTF_FIFO           bytes of CUDA's device printf buffer (driver default 1 MiB)
+ *   (a limit the driver refuses is a bad value: a warning, and the driver's default stays)
  *   LIBOMPTARGET_SHARED_MEMORY_SIZE   read by common: dynamic shared memory per team
  */
 #include "cuda_plugin.h"
@@ -104,17 +105,18 @@ tether_status_t cuda_stream_sync(struct cuda_device *cd, CUstream stream, const 
         cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamSynchronize], err);
 
     if (rc != TETHER_OK) {
-        /* Keep the driver's words and say which work failed, and the likely cause of a fault
-         * where the program requires unified shared memory this device does not have. */
+        /* Keep the driver's words first, then the likely cause of a fault where the program
+         * requires unified shared memory this device does not have, then which work failed
+         * (last: a long name is what gets cut). */
         char msg[TETHER_ERROR_MSG_MAX];
 
         snprintf(msg, sizeof(msg), "%s", err->msg);
-        plugin_error_set(err, rc, "%s: %s%s", what, msg,
+        plugin_error_set(err, rc, "%s%s; %s", msg,
                          res == CUDA_ERROR_ILLEGAL_ADDRESS && plugin_usm_unreachable(&cd->base)
-                             ? " (the program requires unified_shared_memory, and this device "
-                               "cannot reach pageable host memory: see the warning at its "
-                               "initialisation)"
-                             : "");
+                             ? " (the program requires unified_shared_memory, which this device "
+                               "cannot serve: see the warning at its initialisation)"
+                             : "",
+                         what);
     }
     return rc;
 }
@@ -137,8 +139,10 @@ static tether_status_t cuda_plugin_create(struct plugin **plugin_p, struct tethe
     rc = cuda_driver_open(NULL, &drv, err);
     if (rc == TETHER_ERR_NO_DRIVER) {
         /* No CUDA on this machine: not an error (the host plugin still works). */
-        plugin_log(&cp->base, NULL, PLUGIN_LOG_INFO, "%s; the CUDA plugin has 0 devices", err->msg);
-        err->msg[0] = '\0';
+        char why[TETHER_ERROR_MSG_MAX];
+
+        snprintf(why, sizeof(why), "%s", err->msg);
+        plugin_error_set(err, TETHER_OK, "%s; the CUDA plugin has 0 devices", why);
         *plugin_p = &cp->base;
         return TETHER_OK;
     }
@@ -149,8 +153,9 @@ static tether_status_t cuda_plugin_create(struct plugin **plugin_p, struct tethe
     cp->drv = drv;
     res = drv->cuInit(0);
     if (res == CUDA_ERROR_NO_DEVICE) {
-        plugin_log(&cp->base, NULL, PLUGIN_LOG_INFO,
-                   "the CUDA driver (%s) sees no GPU; the CUDA plugin has 0 devices", drv->library);
+        plugin_error_set(err, TETHER_OK,
+                         "the CUDA driver (%s) sees no GPU; the CUDA plugin has 0 devices",
+                         drv->library);
         *plugin_p = &cp->base;
         return TETHER_OK;
     }
@@ -253,16 +258,18 @@ static bool cuda_image_compatible(struct plugin *plugin, const struct plugin_ima
         return true; /* unknown: let the driver decide at load time */
     }
     if (!cuda_parse_arch(image->arch, &major, &minor, &exact)) {
-        plugin_log(plugin, NULL, PLUGIN_LOG_INFO, "image arch '%s' is not sm_XY: not for CUDA",
-                   image->arch);
+        plugin_image_refused(
+            plugin, "the program's image for arch '%s' is not for CUDA (not sm_XY)", image->arch);
         return false;
     }
     for (int i = 0; i < plugin->num_devices; i++) {
         if (cp->cc_major[i] != major || cp->cc_minor[i] < minor ||
             (exact && cp->cc_minor[i] != minor)) {
-            plugin_log(plugin, NULL, PLUGIN_LOG_INFO,
-                       "image for %s does not run on device %d (sm_%d%d)", image->arch, i,
-                       cp->cc_major[i], cp->cc_minor[i]);
+            plugin_image_refused(plugin,
+                                 "the program's image for %s does not run on device %d (sm_%d%d); "
+                                 "build it with --offload-arch=sm_%d%d",
+                                 image->arch, i, cp->cc_major[i], cp->cc_minor[i], cp->cc_major[i],
+                                 cp->cc_minor[i]);
             return false;
         }
     }
@@ -271,25 +278,13 @@ static bool cuda_image_compatible(struct plugin *plugin, const struct plugin_ima
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
-static unsigned int cuda_sched_flags(struct plugin *plugin)
+static unsigned int cuda_sched_flags(void)
 {
-    const char *env = getenv("TETHER_CUDA_SCHED");
+    static const char *const names[] = {"auto", "spin", "yield", "blocking", NULL};
+    static const unsigned int flags[] = {CU_CTX_SCHED_AUTO, CU_CTX_SCHED_SPIN, CU_CTX_SCHED_YIELD,
+                                         CU_CTX_SCHED_BLOCKING_SYNC};
 
-    if (env == NULL || env[0] == '\0' || strcmp(env, "auto") == 0) {
-        return CU_CTX_SCHED_AUTO;
-    }
-    if (strcmp(env, "spin") == 0) {
-        return CU_CTX_SCHED_SPIN;
-    }
-    if (strcmp(env, "yield") == 0) {
-        return CU_CTX_SCHED_YIELD;
-    }
-    if (strcmp(env, "blocking") == 0) {
-        return CU_CTX_SCHED_BLOCKING_SYNC;
-    }
-    plugin_log(plugin, NULL, PLUGIN_LOG_WARN,
-               "TETHER_CUDA_SCHED=%s is not auto, spin, yield or blocking; using auto", env);
-    return CU_CTX_SCHED_AUTO;
+    return flags[plugin_env_choice("TETHER_CUDA_SCHED", names, 0)];
 }
 
 static tether_status_t cuda_attr(struct cuda_device *cd, CUdevice_attribute attr, int *value_p,
@@ -298,31 +293,34 @@ static tether_status_t cuda_attr(struct cuda_device *cd, CUdevice_attribute attr
     return CUDA_CALL(cd->drv, err, cuDeviceGetAttribute, value_p, attr, cd->cu_dev);
 }
 
-/* Apply one LIBOMPTARGET_* limit when the variable is set. */
-static tether_status_t cuda_env_limit(struct cuda_device *cd, const char *name, CUlimit limit,
-                                      struct tether_error *err)
+/* Apply one limit knob when it is set.  The value in force (the driver's default, or what user
+ * CUDA code set) is the knob's default: a bad value, or one the driver refuses, leaves it, with
+ * one warning saying so. */
+static void cuda_env_limit(struct cuda_device *cd, const char *name, CUlimit limit)
 {
-    int64_t value = plugin_env_int(name, -1);
-    tether_status_t rc;
+    struct tether_error local;
+    size_t now = 0;
+    int64_t value;
 
-    if (value < 0) {
-        return TETHER_OK;
+    if (plugin_env_str(name) == NULL) {
+        return;
     }
-    rc = CUDA_CALL(cd->drv, err, cuCtxSetLimit, limit, (size_t)value);
-    if (rc != TETHER_OK) {
-        char msg[TETHER_ERROR_MSG_MAX];
-
-        snprintf(msg, sizeof(msg), "%s", err->msg);
-        return plugin_error_set(err, rc, "%s=%lld: %s", name, (long long)value, msg);
+    if (cd->drv->cuCtxGetLimit(&now, limit) != CUDA_SUCCESS || now > (size_t)INT64_MAX) {
+        now = 0; /* unknown: a bad value then reads as 0, which the driver refuses or takes */
     }
-    return TETHER_OK;
+    value = plugin_env_int(name, (int64_t)now, 0, INT64_MAX);
+    if ((size_t)value == now) {
+        return;
+    }
+    if (CUDA_CALL(cd->drv, &local, cuCtxSetLimit, limit, (size_t)value) != TETHER_OK) {
+        plugin_env_warn(name, "%s=%s is refused by the driver (%s); using %zu", name,
+                        plugin_env_str(name), local.msg, now);
+    }
 }
 
 static size_t cuda_env_count(const char *name, size_t def)
 {
-    int64_t v = plugin_env_int(name, (int64_t)def);
-
-    return v < 0 ? 0 : v > CUDA_MAX_INITIAL ? CUDA_MAX_INITIAL : (size_t)v;
+    return (size_t)plugin_env_int(name, (int64_t)def, 0, CUDA_MAX_INITIAL);
 }
 
 static void cuda_device_release(struct cuda_device *cd)
@@ -382,7 +380,7 @@ static tether_status_t cuda_device_create(struct plugin *plugin, int32_t id,
     }
     if (!active) {
         /* Nobody (user CUDA code) made it yet: choose how host threads wait. */
-        rc = CUDA_CALL(drv, err, cuDevicePrimaryCtxSetFlags, cd->cu_dev, cuda_sched_flags(plugin));
+        rc = CUDA_CALL(drv, err, cuDevicePrimaryCtxSetFlags, cd->cu_dev, cuda_sched_flags());
         if (rc != TETHER_OK) {
             goto release;
         }
@@ -425,18 +423,12 @@ static tether_status_t cuda_device_create(struct plugin *plugin, int32_t id,
         rc = cuda_attr(cd, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
                        &cd->host_ptr_is_dev, err);
     }
-    if (rc == TETHER_OK) {
-        rc = cuda_env_limit(cd, "LIBOMPTARGET_STACK_SIZE", CU_LIMIT_STACK_SIZE, err);
-    }
-    if (rc == TETHER_OK) {
-        rc = cuda_env_limit(cd, "LIBOMPTARGET_HEAP_SIZE", CU_LIMIT_MALLOC_HEAP_SIZE, err);
-    }
-    if (rc == TETHER_OK) {
-        rc = cuda_env_limit(cd, "TETHER_CUDA_PRINTF_FIFO", CU_LIMIT_PRINTF_FIFO_SIZE, err);
-    }
     if (rc != TETHER_OK) {
         goto release;
     }
+    cuda_env_limit(cd, "LIBOMPTARGET_STACK_SIZE", CU_LIMIT_STACK_SIZE);
+    cuda_env_limit(cd, "LIBOMPTARGET_HEAP_SIZE", CU_LIMIT_MALLOC_HEAP_SIZE);
+    cuda_env_limit(cd, "TETHER_CUDA_PRINTF_FIFO", CU_LIMIT_PRINTF_FIFO_SIZE);
     /* Pools: streams and events made now so that the first target regions do not pay for them. */
     streams = cuda_env_count("LIBOMPTARGET_NUM_INITIAL_STREAMS", CUDA_DEFAULT_INITIAL_STREAMS);
     cd->pool = calloc(streams ? streams : 1, sizeof(*cd->pool));

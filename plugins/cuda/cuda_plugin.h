@@ -71,6 +71,9 @@ struct cuda_device {
 /* A queue of common's contract: one CUDA stream. */
 struct plugin_queue {
     CUstream stream;
+    /* Name of the last kernel launched on the stream since it was last found complete, for the
+     * message when the stream's work fails (a fault surfaces at the next synchronisation). */
+    _Atomic(const char *) last_kernel;
 };
 
 /* An event: one CUDA event (timing disabled). */

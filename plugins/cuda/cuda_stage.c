@@ -95,13 +95,11 @@ static void *pool_main(void *arg)
 
 static void pool_start(void)
 {
-    pool.enabled = plugin_env_int("TETHER_CUDA_STAGE", 1) != 0;
-    pool.min_size = (size_t)plugin_env_int("TETHER_CUDA_STAGE_MIN", (int64_t)STAGE_MIN_DEFAULT);
-    long want = plugin_env_int("TETHER_CUDA_COPY_THREADS", STAGE_THREADS_DEFAULT);
-    if (want < 0)
-        want = 0;
-    if (want > STAGE_THREADS_MAX)
-        want = STAGE_THREADS_MAX;
+    pool.enabled = plugin_env_bool("TETHER_CUDA_STAGE", true);
+    pool.min_size =
+        (size_t)plugin_env_int("TETHER_CUDA_STAGE_MIN", (int64_t)STAGE_MIN_DEFAULT, 0, INT64_MAX);
+    long want = (long)plugin_env_int("TETHER_CUDA_COPY_THREADS", STAGE_THREADS_DEFAULT, 0,
+                                     STAGE_THREADS_MAX);
     /* Helpers may run on any core the process may use, not only where the thread that made the
      * first large copy is bound (OMP_PROC_BIND binds the initial thread to one core, and helpers
      * sharing it would copy slower than the driver).  The kernel keeps the set within the

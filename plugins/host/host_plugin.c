@@ -110,19 +110,13 @@ static void read_cpu_model(char *buf, size_t len)
 static tether_status_t host_plugin_create(struct plugin **plugin_p, struct tether_error *err)
 {
     struct host_plugin *hp;
-    int64_t n = plugin_env_int("TETHER_X86_64_DEVICES", HOST_DEFAULT_DEVICES);
+    int64_t n = plugin_env_int("TETHER_X86_64_DEVICES", HOST_DEFAULT_DEVICES, 1, HOST_MAX_DEVICES);
 
     hp = calloc(1, sizeof(*hp));
     if (hp == NULL) {
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "host plugin");
     }
     hp->base.ops = &plugin_backend_ops;
-    if (n < 1 || n > HOST_MAX_DEVICES) {
-        plugin_log(&hp->base, NULL, PLUGIN_LOG_WARN,
-                   "TETHER_X86_64_DEVICES=%lld is outside 1..%d; using %d", (long long)n,
-                   HOST_MAX_DEVICES, HOST_DEFAULT_DEVICES);
-        n = HOST_DEFAULT_DEVICES;
-    }
     hp->base.num_devices = (int32_t)n;
     hp->cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (hp->cpus < 1) {

@@ -205,7 +205,9 @@ void srv_reply_trim(struct tether_rpc_server *srv);
  * may wait for this server: they are done once no kernel runs). */
 void srv_heap_release_all(struct tether_rpc_server *srv);
 void srv_heap_flush_deferred(struct tether_rpc_server *srv);
-tether_status_t srv_heap_reserve(struct tether_rpc_server *srv, struct tether_error *err);
+/* Allocates config.heap_reserve bytes of device heap; a failure is a warning (the heap then
+ * grows as the device asks), never a failed server. */
+void srv_heap_reserve(struct tether_rpc_server *srv);
 
 /* rpc_server.c: sets an answer message (status header + bytes) for a unit. */
 bool srv_answer_set(struct srv_msg *tx, uint32_t status, const void *data, size_t size);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rpc_env.h"
 #include "rpc_internal.h"
 
 #define SRV_DEFAULT_PORTS 64u
@@ -130,9 +131,8 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     srv->config.lane_count = lanes;
     srv->out = config->out ? config->out : stdout;
     srv->err = config->err ? config->err : stderr;
-    srv->trace = getenv("TETHER_RPC_TRACE") != NULL;
-    const char *timing = getenv("TETHER_RPC_TIMING");
-    srv->timing = timing != NULL && timing[0] != '\0' && strcmp(timing, "0") != 0;
+    srv->trace = tether_env_bool("TETHER_RPC_TRACE", false);
+    srv->timing = tether_env_bool("TETHER_RPC_TIMING", false);
     srv->timing_ns_per_tick = srv->timing ? timing_calibrate() : 1.0;
     atomic_init(&srv->bell.seq, 0);
     atomic_init(&srv->bell.sleepers, 0);
@@ -171,16 +171,10 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     pthread_mutex_init(&srv->handle_lock, NULL);
     pthread_mutex_init(&srv->handlers.lock, NULL);
     pthread_mutex_init(&srv->heap_lock, NULL);
-    st = srv_heap_reserve(srv, err);
-    if (st != TETHER_OK)
-        goto fail_mutexes;
+    srv_heap_reserve(srv);
     *server_p = srv;
     return TETHER_OK;
 
-fail_mutexes:
-    pthread_mutex_destroy(&srv->heap_lock);
-    pthread_mutex_destroy(&srv->handlers.lock);
-    pthread_mutex_destroy(&srv->handle_lock);
 fail_region:
     config->shared_free(config->shared_ctx, srv->region_host);
 fail_host:

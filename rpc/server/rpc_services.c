@@ -110,23 +110,22 @@ static void serve_write(struct tether_rpc_server *srv, const struct srv_msg *m)
 
 /* ---- device heap ------------------------------------------------------------------------ */
 
-tether_status_t srv_heap_reserve(struct tether_rpc_server *srv, struct tether_error *err)
+void srv_heap_reserve(struct tether_rpc_server *srv)
 {
     size_t size = srv->config.heap_reserve;
     if (size == 0 || srv->config.device_alloc == NULL)
-        return TETHER_OK;
+        return;
     uint64_t dev = 0;
     tether_status_t st = srv->config.device_alloc(srv->config.device_ctx, size, &dev);
     if (st != TETHER_OK || dev == 0) {
-        if (err != NULL)
-            snprintf(err->msg, sizeof err->msg,
-                     "rpc server: device_alloc(%zu bytes) for the heap reserve failed: %s", size,
-                     tether_status_str(st));
-        return st != TETHER_OK ? st : TETHER_ERR_NO_MEMORY;
+        srv_diag(srv,
+                 "warning: no heap reserve: allocating %zu bytes failed (%s); the device heap "
+                 "grows as the device asks (TETHER_RPC_HEAP_RESERVE sets the reserve)",
+                 size, tether_status_str(st != TETHER_OK ? st : TETHER_ERR_NO_MEMORY));
+        return;
     }
     srv->reserve_raw = dev;
     srv->reserve_size = size;
-    return TETHER_OK;
 }
 
 void srv_heap_flush_deferred(struct tether_rpc_server *srv)

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rpc_env.h"
 #include "rpc_internal.h"
 
 #define THREAD_SPIN_US 200u
@@ -150,12 +151,15 @@ static void placement_take(struct srv_thread *t, hwloc_bitmap_t set, const char 
  * (then it decided). */
 static bool placement_from_env(struct srv_thread *t, hwloc_topology_t topo)
 {
-    const char *list = getenv("TETHER_RPC_CPUS"), *why = NULL;
-    if (list == NULL || list[0] == '\0')
+    const char *list = tether_env_str("TETHER_RPC_CPUS"), *why = NULL;
+    if (list == NULL)
         return false;
     hwloc_bitmap_t set = cores_allowed(topo, list, &why);
     if (set == NULL) {
-        srv_diag(t->srv, "TETHER_RPC_CPUS=\"%s\": %s (e.g. 8 or 8-11,20): ignored", list, why);
+        tether_env_warn("TETHER_RPC_CPUS",
+                        "TETHER_RPC_CPUS=%s is not usable: %s (e.g. 8 or 8-11,20); using the "
+                        "placement tether chooses",
+                        list, why);
         return false;
     }
     placement_take(t, set, "TETHER_RPC_CPUS");

@@ -13,7 +13,9 @@
  *   FAKE_HSA_ASYNC  1: copies run on a worker thread, later and in any order their dependencies
  *                   allow, so missing dependencies show up as wrong data (otherwise a copy
  *                   runs at once when its dependencies are complete, else as soon as they are)
- *   FAKE_HSA_FAIL   "name:n,...": the n-th call (1-based) of HSA function `name` fails
+ *   FAKE_HSA_FAIL   "name:n,...": the n-th call (1-based) of HSA function `name` fails;
+ *                   "kernel_fault:n": the n-th kernel dispatch faults (a queue error,
+ *                   HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION, as a bad address gives)
  *
  * Memory model: every pool allocation is host memory.  hsa_amd_memory_lock returns an "agent
  * pointer" that is the host pointer with bit 47 set: never a valid user-space address, so a
@@ -293,6 +295,10 @@ FAKE_EXPORT hsa_status_t hsa_shut_down(void)
 
 FAKE_EXPORT hsa_status_t hsa_status_string(hsa_status_t status, const char **text)
 {
+    if ((int)status == (int)HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION) { /* hsa_ext_amd.h */
+        *text = "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: fake kernel fault";
+        return HSA_STATUS_SUCCESS;
+    }
     switch (status) {
     case HSA_STATUS_ERROR_OUT_OF_RESOURCES:
         *text = "HSA_STATUS_ERROR_OUT_OF_RESOURCES: fake out of resources";
@@ -1217,6 +1223,9 @@ static void *fake_queue_thread(void *arg)
             memcpy(&p, slot, sizeof(p));
             if ((hs >> 16) != 1 || p.workgroup_size_x == 0 || p.grid_size_x % p.workgroup_size_x)
                 st = HSA_STATUS_ERROR_INVALID_PACKET_FORMAT;
+            else if (fake_should_fail("kernel_fault"))
+                /* the kernel touched bad memory */
+                st = (hsa_status_t)HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION;
             else
                 st = fake_dispatch(fq, &p);
             if (st == HSA_STATUS_SUCCESS)

@@ -8,6 +8,8 @@
  *                           (mapping, updates, omp_target_memcpy, lock_mem, declare target
  *                           globals); kernels are dispatched (the fake records them) but do not
  *                           execute, so the program checks only what does not need them to
+ *   omp_libomptarget fault  one target region, whose kernel the fake makes fault
+ *                           (FAKE_HSA_FAIL=kernel_fault:1)
  */
 #include <dlfcn.h>
 #include <omp.h>
@@ -121,12 +123,26 @@ static int run_fake(void)
     return 0;
 }
 
+/* A kernel that faults (FAKE_HSA_FAIL=kernel_fault:1): libomptarget stops the program; the
+ * plugin's error names the device and this target region (fault_test.sh checks the line). */
+static int run_fault(void)
+{
+    int x = 1;
+
+#pragma omp target map(tofrom : x)
+    x += 1;
+    printf("omp fault: the region completed (x = %d)\n", x);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "host") == 0)
         return run_host();
     if (argc == 2 && strcmp(argv[1], "fake") == 0)
         return run_fake();
-    fprintf(stderr, "usage: %s host|fake\n", argv[0]);
+    if (argc == 2 && strcmp(argv[1], "fault") == 0)
+        return run_fault();
+    fprintf(stderr, "usage: %s host|fake|fault\n", argv[0]);
     return 2;
 }

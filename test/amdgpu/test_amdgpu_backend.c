@@ -12,11 +12,14 @@
  *   faults RAW         the scenario again with each runtime call failing in turn: every failure
  *                      must come back as an error, and nothing may leak
  *   threads RAW        4 threads, each its own queue, submit/launch/retrieve/sync in a loop
+ *   knobs              fake GPU: LLVM's names of the AMDGPU knobs (HSA queues, their size, teams
+ *                      per compute unit), tether's name winning, bad values warned about once
  *
  * RAW is raw_v5.co (kernel tether_raw, which the fake emulates), OMP omp_gfx90a.co.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -158,7 +161,11 @@ static int mode_nodevice(const char *message)
     } else {
         CHECK(strstr(out, "tether (amdgpu): ") != NULL);
         CHECK(strstr(out, message) != NULL);
+        CHECK(strstr(out, "; the AMDGPU plugin has 0 devices\n") != NULL);
     }
+    /* No driver or no GPU is said at info level, in words: never as a runtime error status. */
+    CHECK(strstr(out, "HSA_STATUS_ERROR") == NULL);
+    CHECK(strstr(out, "error") == NULL);
     plugin_destroy(plugin);
     printf("zero devices: ok\n");
     return 0;
@@ -182,7 +189,7 @@ static int mode_initfail(void)
 {
     if (access("/dev/kfd", F_OK) == 0)
         return mode_refuse("hsa_init: HSA_STATUS_ERROR_OUT_OF_RESOURCES");
-    return mode_nodevice("no AMD GPU devices (/dev/kfd absent): hsa_init: HSA_STATUS_ERROR");
+    return mode_nodevice("no AMD GPU: /dev/kfd is absent (no amdgpu kernel driver)");
 }
 
 /* Debian's runtime on this machine: without /dev/kfd it must come up with zero devices. */
@@ -192,7 +199,7 @@ static int mode_system(void)
         printf("SKIP: /dev/kfd exists, this machine may have an AMD GPU\n");
         return 77;
     }
-    return mode_nodevice("no AMD GPU devices (/dev/kfd absent): hsa_init: HSA_STATUS_ERROR");
+    return mode_nodevice("no AMD GPU: /dev/kfd is absent (no amdgpu kernel driver)");
 }
 
 /* A wave32 agent (gfx1030): limits follow the agent, images must match its processor. */
@@ -627,6 +634,89 @@ static int mode_threads(const char *raw_path)
     return 0;
 }
 
+/* The knobs, under LLVM's names and tether's, with good and bad values (common's rule: a bad
+ * value gives the default and one warning). */
+static char knobs_errs[4096]; /* what the last knobs_device printed on stderr */
+
+static int knobs_device(const char *want_queues, uint32_t want_teams, const char *want_err)
+{
+    struct plugin *plugin = NULL;
+    struct plugin_device *dev = NULL;
+    struct tether_error err = {{0}};
+    char out[8192], *errs = knobs_errs;
+    int fd, saved;
+    ssize_t n;
+
+    fflush(stderr);
+    saved = dup(2);
+    fd = memfd_create("tether-test-knobs", 0);
+    dup2(fd, 2);
+    CHECK_ST(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    CHECK(plugin != NULL && plugin->num_devices == 1);
+    CHECK_ST(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    n = pread(fd, errs, sizeof(knobs_errs) - 1, 0);
+    close(fd);
+    errs[n > 0 ? n : 0] = '\0';
+    fprintf(stderr, "%s", errs);
+    CHECK(want_err[0] == '\0' ? errs[0] == '\0' : strstr(errs, want_err) != NULL);
+    if (dev == NULL) {
+        plugin_destroy(plugin);
+        return 1;
+    }
+    CHECK(dev->limits.default_teams == want_teams);
+    fflush(stdout);
+    saved = dup(1);
+    fd = memfd_create("tether-test-knobs-info", 0);
+    dup2(fd, 1);
+    plugin_print_device_info(plugin, 0);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    n = pread(fd, out, sizeof(out) - 1, 0);
+    close(fd);
+    out[n > 0 ? n : 0] = '\0';
+    CHECK(strstr(out, want_queues) != NULL);
+    if (strstr(out, want_queues) == NULL)
+        fprintf(stderr, "device info lacks \"%s\":\n%s", want_queues, out);
+    plugin_destroy(plugin);
+    return 0;
+}
+
+static int mode_knobs(void)
+{
+    unsetenv("TETHER_AMDGPU_QUEUES");
+    /* LLVM's names: 2 queues of 256 packets, 2 teams per compute unit (the fake has 104). */
+    setenv("LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES", "2", 1);
+    setenv("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", "256", 1);
+    setenv("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", "2", 1);
+    knobs_device(" 2 of 256 packets", 104 * 2, "");
+    /* Smaller than the agent allows (64): the agent's minimum. */
+    setenv("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", "0x20", 1);
+    knobs_device(" 2 of 64 packets", 104 * 2, "");
+    /* tether's name wins over LLVM's, with a warning; bad values: the defaults, a warning each. */
+    setenv("TETHER_AMDGPU_QUEUES", "3", 1);
+    setenv("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", "300", 1);
+    setenv("LIBOMPTARGET_AMDGPU_TEAMS_PER_CU", "0", 1);
+    knobs_device(" 3 of 1024 packets", 104 * 4,
+                 "tether: warning: TETHER_AMDGPU_QUEUES=3 and LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES=2 "
+                 "are both set; TETHER_AMDGPU_QUEUES wins\n");
+    CHECK(strstr(knobs_errs, "tether: warning: LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE=300 is not a "
+                             "power of two; using 1024\n") != NULL);
+    CHECK(strstr(knobs_errs, "tether: warning: LIBOMPTARGET_AMDGPU_TEAMS_PER_CU=0 is out of range "
+                             "(1 to 1024); using 4\n") != NULL);
+    setenv("TETHER_AMDGPU_QUEUES", "17", 1);
+    setenv("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", "512", 1);
+    knobs_device(" 4 of 512 packets", 104 * 4,
+                 "tether: warning: TETHER_AMDGPU_QUEUES=17 is out of range (1 to 16); using 4\n");
+    CHECK(strstr(knobs_errs, "TEAMS_PER_CU") == NULL); /* said once already */
+    /* Each bad value was said once, and only once, over the four devices made above. */
+    printf("knobs: ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "nodevice") == 0)
@@ -645,9 +735,11 @@ int main(int argc, char **argv)
         return mode_faults(argv[2]);
     if (argc == 3 && strcmp(argv[1], "threads") == 0)
         return mode_threads(argv[2]);
+    if (argc == 2 && strcmp(argv[1], "knobs") == 0)
+        return mode_knobs();
     fprintf(stderr,
             "usage: %s nodevice MSG | refuse MSG | initfail | system | wave32 OMP90A OMP1030 | "
-            "gpu RAW OMP | faults RAW | threads RAW\n",
+            "gpu RAW OMP | faults RAW | threads RAW | knobs\n",
             argv[0]);
     return 2;
 }

@@ -20,6 +20,8 @@
  *                         CUDA has no attribute for it); "none", or anything else that is not
  *                         such an address: the PCI attributes fail with CUDA_ERROR_INVALID_VALUE;
  *                         unset: 0000:3b:00.0
+ * Limits: cuCtxSetLimit refuses values above 1 GiB (CUDA_ERROR_INVALID_VALUE), as the real driver
+ * refuses a limit it cannot grant.
  * Globals: only the RPC client globals (__tether_rpc_client, __tether_rpc_client_const) are
  * found, when the image's symbol table defines them, as zeroed blocks of their symbol's size; so
  * an image linked with libtether-device.a gets an RPC server.  Every other global is "not found"
@@ -209,12 +211,31 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
     return ctx == &sim_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+/* Like the real driver, a limit it cannot grant is refused (here: above 1 GiB); cuCtxGetLimit
+ * answers the value set, else the driver's defaults. */
+#define FAKE_LIMIT_MAX ((size_t)1 << 30)
+
 CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 {
+    if (value > FAKE_LIMIT_MAX) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     if (limit == CU_LIMIT_STACK_SIZE) {
         fake_cuda_sim_stats.stack_limit = value;
     } else if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
         fake_cuda_sim_stats.heap_limit = value;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
+{
+    if (limit == CU_LIMIT_STACK_SIZE) {
+        *value = fake_cuda_sim_stats.stack_limit ? fake_cuda_sim_stats.stack_limit : 1024;
+    } else if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
+        *value = fake_cuda_sim_stats.heap_limit ? fake_cuda_sim_stats.heap_limit : 8 << 20;
+    } else {
+        *value = 1 << 20;
     }
     return CUDA_SUCCESS;
 }

@@ -73,7 +73,7 @@ case $mode in
       fail "a faulting kernel did not fail the program"
     fi
     grep -qF "CUDA_ERROR_ILLEGAL_ADDRESS" "$out" || fail "the fault is not reported"
-    grep -qF "(the program requires unified_shared_memory, and this device cannot reach pageable host memory: see the warning at its initialisation)" "$out" ||
+    grep -qF "(the program requires unified_shared_memory, which this device cannot serve: see the warning at its initialisation)" "$out" ||
       fail "the fault's message does not name the likely cause"
     cat "$out"
     run "$probe" FAKE_CUDA_SIM_PAGEABLE=1 || fail "the program failed on a GPU with pageable access"
