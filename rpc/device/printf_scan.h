@@ -60,7 +60,8 @@ enum pscan_arg {
     PSCAN_ARG_STR,      /* %s: pointer (8/8) plus a string payload */
 };
 
-/* Length modifiers ('q' reads as 'L' and 'Z' as 'z', as glibc reads them). */
+/* Length modifiers ('q' reads as 'L' and 'Z' as 'z', as glibc reads them).  The order matters:
+ * pscan_len_64_, pscan_len_long_. */
 enum pscan_len {
     PSCAN_LEN_NONE = 0,
     PSCAN_LEN_HH,
@@ -185,11 +186,21 @@ static inline uint32_t pscan_argnum_(const char *fmt, size_t len, size_t *i)
     return (uint32_t)n;
 }
 
+/* Length modifiers that make an integer 64 bits: l ll z j t L (the enum's order). */
+static inline bool pscan_len_64_(enum pscan_len len)
+{
+    return len >= PSCAN_LEN_L;
+}
+
+/* glibc's 'long' modifiers, which make c and s wide: l ll z j t (not L). */
+static inline bool pscan_len_long_(enum pscan_len len)
+{
+    return len >= PSCAN_LEN_L && len <= PSCAN_LEN_T;
+}
+
 /* The argument class of a complete (conv, length) pair; see the opening comment. */
 static inline enum pscan_arg pscan_classify_(char conv, enum pscan_len len)
 {
-    bool is_long = len == PSCAN_LEN_L || len == PSCAN_LEN_LL || len == PSCAN_LEN_Z ||
-                   len == PSCAN_LEN_J || len == PSCAN_LEN_T;
     switch (conv) {
     case 'd':
     case 'i':
@@ -199,7 +210,7 @@ static inline enum pscan_arg pscan_classify_(char conv, enum pscan_len len)
     case 'X':
     case 'b':
     case 'B':
-        return is_long || len == PSCAN_LEN_BIG_L ? PSCAN_ARG_I64 : PSCAN_ARG_I32;
+        return pscan_len_64_(len) ? PSCAN_ARG_I64 : PSCAN_ARG_I32;
     case 'f':
     case 'F':
     case 'e':
@@ -213,7 +224,7 @@ static inline enum pscan_arg pscan_classify_(char conv, enum pscan_len len)
     case 'C':
         return PSCAN_ARG_I32;
     case 's':
-        return is_long ? PSCAN_ARG_PTR : PSCAN_ARG_STR;
+        return pscan_len_long_(len) ? PSCAN_ARG_PTR : PSCAN_ARG_STR;
     case 'S':
     case 'p':
     case 'n':
@@ -224,15 +235,13 @@ static inline enum pscan_arg pscan_classify_(char conv, enum pscan_len len)
     return PSCAN_ARG_BAD;
 }
 
-/* Is the character a conversion wide (wint_t or wchar_t *)? %lc %C %ls %S, and glibc's
- * other 'long' modifiers with c and s. */
+/* Is the conversion wide (wint_t or wchar_t *)?  %lc %C %ls %S, and glibc's other 'long'
+ * modifiers with c and s. */
 static inline bool pscan_wide(const struct pscan_spec *spec)
 {
     if (spec->conv == 'C' || spec->conv == 'S')
         return true;
-    return (spec->conv == 'c' || spec->conv == 's') && spec->length != PSCAN_LEN_NONE &&
-           spec->length != PSCAN_LEN_H && spec->length != PSCAN_LEN_HH &&
-           spec->length != PSCAN_LEN_BIG_L;
+    return (spec->conv == 'c' || spec->conv == 's') && pscan_len_long_(spec->length);
 }
 
 /* pscan_next, or with `numbered` false pscan_next_plain. */

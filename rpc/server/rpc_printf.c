@@ -246,23 +246,26 @@ static void emit_int(struct fmt_state *s, const struct pscan_spec *spec, unsigne
     emit(s, digits + sizeof digits - nd, nd);
 }
 
-/*
- * Takes an argument of class `arg`: in an unnumbered format the next one, in a numbered one
- * argument k.  False if the buffer ends before it (in an unnumbered format, every later argument
- * is then missing too).
- */
-static bool take_arg(struct fmt_state *s, enum pscan_arg arg, uint32_t k, void *dst)
+/* Takes argument k (1..) of a numbered format, of class `arg`; false if the buffer ends before
+ * it. */
+static bool take_numbered(struct fmt_state *s, enum pscan_arg arg, uint32_t k, void *dst)
 {
     size_t size = pscan_arg_size(arg);
-    size_t off;
-    if (s->pos != NULL) {
-        off = pscan_pos_offset(s->pos, k);
-        if (off > s->args_len || s->args_len - off < size)
-            return false;
-        memcpy(dst, s->args + off, size);
-        return true;
-    }
-    off = pscan_align(s->off, arg);
+    size_t off = pscan_pos_offset(s->pos, k);
+    if (off > s->args_len || s->args_len - off < size)
+        return false;
+    memcpy(dst, s->args + off, size);
+    return true;
+}
+
+/* Takes an argument of class `arg`: in an unnumbered format the next one (every later one is
+ * missing too once one is), in a numbered one argument k.  False if the buffer ends before it. */
+static inline bool take_arg(struct fmt_state *s, enum pscan_arg arg, uint32_t k, void *dst)
+{
+    if (s->pos != NULL)
+        return take_numbered(s, arg, k, dst);
+    size_t size = pscan_arg_size(arg);
+    size_t off = pscan_align(s->off, arg);
     if (s->missing || off < s->off || off > s->args_len || s->args_len - off < size) {
         s->missing = true;
         return false;
@@ -536,7 +539,7 @@ tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_
                                   const struct rpc_printf_str *strs, size_t nstrs,
                                   uint32_t *nconv_p)
 {
-    const struct fmt_state start = {
+    struct fmt_state s = {
         .out = out,
         .base = out->len,
         .st = TETHER_OK,
@@ -545,18 +548,25 @@ tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_
         .strs = strs,
         .nstrs = strs == NULL ? 0 : nstrs,
     };
-    struct fmt_state s = start;
     if (fmt == NULL)
         fmt_len = 0;
     format_run(&s, fmt, fmt_len);
     struct pscan_pos pos;
     if (s.again) {
         /* Maybe numbered arguments: again, from the start, with each argument's place. */
-        out->len = start.base;
+        out->len = s.base;
         pscan_pos_scan(fmt, fmt_len, &pos);
-        s = start;
-        s.full = true;
-        s.pos = pos.numbered ? &pos : NULL;
+        s = (struct fmt_state){
+            .out = out,
+            .base = out->len,
+            .st = TETHER_OK,
+            .args = s.args,
+            .args_len = s.args_len,
+            .strs = s.strs,
+            .nstrs = s.nstrs,
+            .full = true,
+            .pos = pos.numbered ? &pos : NULL,
+        };
         format_run(&s, fmt, fmt_len);
     }
     if (s.truncated && s.st == TETHER_OK)
