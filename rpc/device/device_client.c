@@ -475,7 +475,11 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
 }
 
 /* tether_device_call for PRINTF with a DEV_IOV_PRINTF_STRS piece.  Its own copy of the lane
- * choice, so that the call into device_stdio.c stays out of tether_device_call's code. */
+ * choice, so that the call into device_stdio.c stays out of tether_device_call's code; out of
+ * line on GPUs, so that its registers do not count against a kernel's ordinary printf. */
+#if RPC_ARCH_SIMT
+__attribute__((noinline))
+#endif
 bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov)
 {
     struct tether_rpc_device_const cfg;

@@ -75,8 +75,8 @@ static int32_t dev_read_i32(const struct dev_printf *w, uint64_t off)
 }
 
 /* One conversion of the walk: where its arguments lie, and for a %s its string's record.
- * `plain`: with pscan_next_plain, the walk of ordinary formats, inline and without a call. */
-static DEV_INLINE enum dev_step dev_printf_step(struct dev_printf *w, bool plain)
+ * `plain`: with pscan_next_plain, the walk of ordinary formats. */
+static inline enum dev_step dev_printf_step(struct dev_printf *w, bool plain)
 {
     struct pscan_spec spec;
     if (!(plain ? pscan_next_plain(w->fmt, (size_t)-1, &w->at, &spec)
@@ -120,6 +120,11 @@ static DEV_INLINE enum dev_step dev_printf_step(struct dev_printf *w, bool plain
     return DEV_STEP_STR;
 }
 
+/* Out of line on GPUs, as tether_device_call_printf: the registers of the record walk inside the
+ * packet loop would count against every kernel that prints. */
+#if RPC_ARCH_SIMT
+__attribute__((noinline))
+#endif
 void tether_device_printf_strs(void *walk, unsigned char *dst, uint64_t n)
 {
     struct dev_printf *w = (struct dev_printf *)walk;
@@ -147,10 +152,9 @@ void tether_device_printf_strs(void *walk, unsigned char *dst, uint64_t n)
     }
 }
 
-/* Sends a printf call after its first walk *w: `nstrs` %s records of `strs_len` bytes in all.
- * Inline: an ordinary printf makes one call, to the call layer. */
-static DEV_INLINE int dev_printf_send(uint32_t stream, struct dev_printf *w, uint32_t nstrs,
-                                      uint64_t strs_len, int nargs)
+/* Sends a printf call after its first walk *w: `nstrs` %s records of `strs_len` bytes in all. */
+static int dev_printf_send(uint32_t stream, struct dev_printf *w, uint32_t nstrs, uint64_t strs_len,
+                           int nargs)
 {
     struct tether_rpc_printf_hdr hdr;
     hdr.stream = stream;
