@@ -59,7 +59,6 @@ struct fmt_state {
     const unsigned char *args;
     size_t args_len;
     size_t off;                  /* unnumbered formats: next argument offset */
-    bool full;                   /* reading the format with pscan_next, not pscan_next_plain */
     const struct pscan_pos *pos; /* numbered formats: where each argument lies; else NULL */
     bool again;                  /* the plain run met a conversion that may number an argument */
     const struct rpc_printf_str *strs;
@@ -507,18 +506,18 @@ static void format_conv(struct fmt_state *s, const char *fmt, const struct pscan
     }
 }
 
-/* Formats the whole format once.  The plain run (!s->full) stops at the first conversion that
- * may number an argument and sets s->again: the caller runs again with pscan_next and, if the
- * format numbers its arguments, their layout. */
-static void format_run(struct fmt_state *s, const char *fmt, size_t fmt_len)
+/* Formats the whole format once.  The plain run (!full: pscan_next_plain) stops at the first
+ * conversion that may number an argument and sets s->again: the caller runs again with
+ * pscan_next and, if the format numbers its arguments, their layout. */
+static void format_run(struct fmt_state *s, const char *fmt, size_t fmt_len, bool full)
 {
     size_t pos = 0;
     size_t lit = 0;
     struct pscan_spec spec;
     while (s->st == TETHER_OK && !s->truncated &&
-           (s->full ? pscan_next(fmt, fmt_len, &pos, &spec)
-                    : pscan_next_plain(fmt, fmt_len, &pos, &spec))) {
-        if (!s->full && pscan_maybe_numbered(&spec)) {
+           (full ? pscan_next(fmt, fmt_len, &pos, &spec)
+                 : pscan_next_plain(fmt, fmt_len, &pos, &spec))) {
+        if (!full && pscan_maybe_numbered(&spec)) {
             s->again = true;
             return;
         }
@@ -550,7 +549,7 @@ tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_
     };
     if (fmt == NULL)
         fmt_len = 0;
-    format_run(&s, fmt, fmt_len);
+    format_run(&s, fmt, fmt_len, false);
     struct pscan_pos pos;
     if (s.again) {
         /* Maybe numbered arguments: again, from the start, with each argument's place. */
@@ -564,10 +563,9 @@ tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_
             .args_len = s.args_len,
             .strs = s.strs,
             .nstrs = s.nstrs,
-            .full = true,
             .pos = pos.numbered ? &pos : NULL,
         };
-        format_run(&s, fmt, fmt_len);
+        format_run(&s, fmt, fmt_len, true);
     }
     if (s.truncated && s.st == TETHER_OK)
         s.st = rpc_outbuf_append(out, "<truncated>", 11);
