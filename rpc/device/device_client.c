@@ -128,8 +128,11 @@ static DEV_INLINE void tx_packet(const struct dev_tx *tx, uint64_t *w)
 }
 
 /* Fills the next 64 bytes of the stream (called once per lane buffer, in
- * ascending lane order for wide calls). */
-static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+ * ascending lane order for wide calls).  With `strs`, a piece may be printf's %s records
+ * (DEV_IOV_PRINTF_STRS), made by a call into device_stdio.c: only printf calls with strings
+ * take that path (tx_fill_strs), so no other call pays for the call's registers. */
+static DEV_INLINE void tx_fill_pieces(struct rpc_buffer *buffer, uint32_t lane, void *arg,
+                                      bool strs)
 {
     struct dev_tx *tx = (struct dev_tx *)arg;
     if (tx_one_packet(tx)) {
@@ -152,19 +155,33 @@ static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
     }
     while (n < RPC_BUFFER_SIZE && tx->i < tx->niov) {
         const struct dev_iov *v = &tx->iov[tx->i];
-        uint64_t k = v->len - tx->off;
+        uint64_t len = strs ? v->len & ~DEV_IOV_PRINTF_STRS : v->len;
+        uint64_t k = len - tx->off;
         if (k > RPC_BUFFER_SIZE - n)
             k = RPC_BUFFER_SIZE - n;
-        dev_copy(dst + n, (const unsigned char *)v->base + tx->off, k);
+        if (strs && (v->len & DEV_IOV_PRINTF_STRS))
+            tether_device_printf_strs((void *)(uintptr_t)v->base, dst + n, k);
+        else
+            dev_copy(dst + n, (const unsigned char *)v->base + tx->off, k);
         n += k;
         tx->off += k;
-        if (tx->off == v->len) {
+        if (tx->off == len) {
             tx->i++;
             tx->off = 0;
         }
     }
     dev_packet_store(buffer, pkt);
     tx->sent += RPC_BUFFER_SIZE;
+}
+
+static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    tx_fill_pieces(buffer, lane, arg, false);
+}
+
+static void tx_fill_strs(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+{
+    tx_fill_pieces(buffer, lane, arg, true);
 }
 
 /* ---- receiving ---------------------------------------------------------------------------- */
@@ -335,11 +352,11 @@ static DEV_INLINE void dev_await_head(struct rpc_client *client, rpc_port_t *por
 static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opcode,
                                      uint64_t mask, const struct dev_iov *iov, uint32_t niov,
                                      bool answer, void *dst, uint64_t cap, uint64_t *len_p,
-                                     uint32_t *status_p)
+                                     uint32_t *status_p, bool strs)
 {
     struct dev_tx tx = {iov, niov, 0, 0, 0, 0};
     for (uint32_t k = 0; k < niov; k++)
-        tx.len += iov[k].len;
+        tx.len += strs ? iov[k].len & ~DEV_IOV_PRINTF_STRS : iov[k].len;
 
     /* The client object (pointers and sizes, 64 bytes) in registers for the whole call.  Its
      * `server` field is 0; said here as a constant, it lets the compiler drop every server-side
@@ -372,7 +389,7 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
 #endif
     bool first = true;
     while (rpc_arch_any(mask, tx.sent < 8 + tx.len)) {
-        rpc_client_send(&client, &port, tx_fill, &tx);
+        rpc_client_send(&client, &port, strs ? tx_fill_strs : tx_fill, &tx);
         if (first) {
             dev_ring(c);
             first = false;
@@ -430,7 +447,7 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
      * not agree on makes shfl/vote/bar.warp.sync undefined (seen on an H200:
      * calls returned garbage or hung).  A one-lane mask is always agreed on. */
     uint64_t mask = (uint64_t)1 << rpc_arch_lane_id();
-    dev_call_port(c, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p);
+    dev_call_port(c, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, false);
     return true;
 #elif RPC_ARCH_SIMT
     /* AMD: the active lanes of a wave run in lockstep.  Lanes calling together
@@ -440,7 +457,7 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
         uint32_t lead = dev_broadcast(remaining, opcode);
         uint64_t group = dev_ballot(remaining, opcode == lead);
         if (opcode == lead) {
-            dev_call_port(c, opcode, group, iov, niov, answer, dst, cap, len_p, status_p);
+            dev_call_port(c, opcode, group, iov, niov, answer, dst, cap, len_p, status_p, false);
             return true;
         }
         remaining &= ~group;
@@ -452,9 +469,38 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
         mask = lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << lanes) - 1);
         opcode |= TETHER_RPC_WIDE;
     }
-    dev_call_port(c, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p);
+    dev_call_port(c, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, false);
     return true;
 #endif
+}
+
+/* tether_device_call for PRINTF with a DEV_IOV_PRINTF_STRS piece.  Its own copy of the lane
+ * choice, so that the call into device_stdio.c stays out of tether_device_call's code; out of
+ * line on GPUs, so that its registers do not count against a kernel's ordinary printf. */
+#if RPC_ARCH_SIMT
+__attribute__((noinline))
+#endif
+bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov)
+{
+    struct tether_rpc_device_const cfg;
+    if (!tether_device_config(&cfg))
+        return false;
+    uint32_t opcode = TETHER_RPC_OP_PRINTF;
+#if defined(RPC_ARCH_NVPTX)
+    uint64_t mask = (uint64_t)1 << rpc_arch_lane_id(); /* as tether_device_call */
+#elif RPC_ARCH_SIMT
+    uint64_t mask = dev_active_mask(); /* every lane here prints: one opcode */
+#else
+    uint64_t mask = 1;
+    if (cfg.flags & TETHER_RPC_CLIENT_WIDE) {
+        uint32_t lanes = cfg.client.process.lanes;
+        mask = lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << lanes) - 1);
+        opcode |= TETHER_RPC_WIDE;
+    }
+#endif
+    dev_call_port(&cfg, opcode, mask, iov, niov, false, (void *)0, 0, (uint64_t *)0, (uint32_t *)0,
+                  true);
+    return true;
 }
 
 int tether_rpc_attached(void)

@@ -56,6 +56,21 @@ bool tether_device_attached(void);
 bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
                         void *dst, uint64_t cap, uint64_t *len_p, uint32_t *status_p);
 
+/*
+ * A PRINTF call (fire-and-forget) whose pieces may include one made while it is sent: the %s
+ * records, one per string whatever their number (a piece per string would need room for each).
+ * That piece's `base` is the printf call's walk and its `len` the records' bytes with
+ * DEV_IOV_PRINTF_STRS set; the call layer gets the bytes, in order, from
+ * tether_device_printf_strs.  A separate entry so that tether_device_call, the path of every
+ * other call, has no call inside.
+ */
+#define DEV_IOV_PRINTF_STRS ((uint64_t)1 << 63)
+bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov);
+
+/* Writes the next n bytes of the %s records of the printf call whose walk is `walk`
+ * (device_stdio.c). */
+void tether_device_printf_strs(void *walk, unsigned char *dst, uint64_t n);
+
 /* Library entry points (device_stdio.c, device_malloc.c). */
 int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *args,
                                 uint64_t args_len);

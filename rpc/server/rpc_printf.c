@@ -58,7 +58,9 @@ struct fmt_state {
     tether_status_t st;
     const unsigned char *args;
     size_t args_len;
-    size_t off; /* next argument offset */
+    size_t off;                  /* unnumbered formats: next argument offset */
+    const struct pscan_pos *pos; /* numbered formats: where each argument lies; else NULL */
+    bool again;                  /* the plain run met a conversion that may number an argument */
     const struct rpc_printf_str *strs;
     size_t nstrs;
     size_t next_str;
@@ -82,7 +84,8 @@ static void emit_str(struct fmt_state *s, const char *str)
     emit(s, str, strlen(str));
 }
 
-/* "<bad %...>" echoing at most 32 bytes of the spec, non-printables as '?'. */
+/* "<bad %...>" echoing at most 32 bytes of the spec, non-printables as '?', and why when a
+ * numbered format is refused. */
 static void emit_bad(struct fmt_state *s, const char *fmt, const struct pscan_spec *spec)
 {
     char text[48];
@@ -97,7 +100,28 @@ static void emit_bad(struct fmt_state *s, const char *fmt, const struct pscan_sp
     }
     emit_str(s, "<bad ");
     emit(s, text, n);
-    emit_str(s, cut ? "...>" : ">");
+    if (cut)
+        emit_str(s, "...");
+    const struct pscan_pos *p = s->pos;
+    if (p != NULL && p->err != PSCAN_POS_OK && pscan_takes_any(spec)) {
+        char why[64];
+        switch (p->err) {
+        case PSCAN_POS_MIXED:
+            snprintf(why, sizeof why, ": numbered and unnumbered arguments mixed");
+            break;
+        case PSCAN_POS_UNUSED:
+            snprintf(why, sizeof why, ": argument %u unused", p->err_arg);
+            break;
+        case PSCAN_POS_CONFLICT:
+            snprintf(why, sizeof why, ": argument %u of two types", p->err_arg);
+            break;
+        default:
+            snprintf(why, sizeof why, ": argument number above %u", PSCAN_POS_MAX);
+            break;
+        }
+        emit_str(s, why);
+    }
+    emit_str(s, ">");
 }
 
 /* Runs snprintf with one validated spec into the output buffer. */
@@ -146,13 +170,14 @@ static void emit_fill(struct fmt_state *s, char c, size_t n)
 }
 
 /*
- * An integer conversion (d i u o x X with hh h l ll j z t) formatted here, as C's printf does,
- * without snprintf: building the spec string and running vsnprintf cost several hundred ns per
- * conversion, most of a short printf line's time on the server thread, and printf throughput
- * is bound by that one thread.  Flags: '-' pads on the right; '0' pads with zeros after the
- * sign and prefix, unless '-' or a precision is given; '+' and ' ' give non-negative signed
- * values a sign; '#' gives 0x/0X to non-zero hex and a leading zero to octal.  A precision is
- * the least number of digits (0 with value 0: no digits).  test_printf compares it with glibc.
+ * An integer conversion (d i u o x X b B with hh h l ll L j z t) formatted here, as C's printf
+ * does, without snprintf: building the spec string and running vsnprintf cost several hundred ns
+ * per conversion, most of a short printf line's time on the server thread, and printf throughput is
+ * bound by that one thread.  Flags: '-' pads on the right; '0' pads with zeros after the sign and
+ * prefix, unless '-' or a precision is given; '+' and ' ' give non-negative signed values a sign;
+ * '#' gives 0x/0X (0b/0B) to non-zero hex (binary) and a leading zero to octal. A precision is the
+ * least number of digits (0 with value 0: no digits).  The ' and I flags depend on the locale:
+ * those conversions go to snprintf instead.  test_printf compares it with glibc.
  */
 static void emit_int(struct fmt_state *s, const struct pscan_spec *spec, unsigned flags,
                      int32_t width, int32_t precision, const unsigned char *raw)
@@ -175,9 +200,10 @@ static void emit_int(struct fmt_state *s, const struct pscan_spec *spec, unsigne
         neg = is_signed && (int32_t)u < 0;
         mag = neg ? 0 - (uint64_t)(int64_t)(int32_t)u : (uint64_t)u;
     }
-    unsigned base = conv == 'o' ? 8u : (conv == 'x' || conv == 'X') ? 16u : 10u;
+    bool hex = conv == 'x' || conv == 'X', bin = conv == 'b' || conv == 'B';
+    unsigned base = conv == 'o' ? 8u : hex ? 16u : bin ? 2u : 10u;
     const char *digit = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-    char digits[24]; /* 22 octal digits at most */
+    char digits[64]; /* 64 binary digits at most */
     size_t nd = 0;
     for (uint64_t m = mag; m != 0; m /= base)
         digits[sizeof digits - 1 - nd++] = digit[m % base];
@@ -196,7 +222,7 @@ static void emit_int(struct fmt_state *s, const struct pscan_spec *spec, unsigne
         prefix[np++] = '+';
     else if (is_signed && (flags & PSCAN_FLAG_SPACE))
         prefix[np++] = ' ';
-    if ((conv == 'x' || conv == 'X') && (flags & PSCAN_FLAG_HASH) && mag != 0) {
+    if ((hex || bin) && (flags & PSCAN_FLAG_HASH) && mag != 0) {
         prefix[np++] = '0';
         prefix[np++] = conv;
     }
@@ -219,9 +245,24 @@ static void emit_int(struct fmt_state *s, const struct pscan_spec *spec, unsigne
     emit(s, digits + sizeof digits - nd, nd);
 }
 
-/* Takes the next argument of class `arg`; false if the buffer ran out. */
-static bool take_arg(struct fmt_state *s, enum pscan_arg arg, void *dst)
+/* Takes argument k (1..) of a numbered format, of class `arg`; false if the buffer ends before
+ * it. */
+static bool take_numbered(struct fmt_state *s, enum pscan_arg arg, uint32_t k, void *dst)
 {
+    size_t size = pscan_arg_size(arg);
+    size_t off = pscan_pos_offset(s->pos, k);
+    if (off > s->args_len || s->args_len - off < size)
+        return false;
+    memcpy(dst, s->args + off, size);
+    return true;
+}
+
+/* Takes an argument of class `arg`: in an unnumbered format the next one (every later one is
+ * missing too once one is), in a numbered one argument k.  False if the buffer ends before it. */
+static inline bool take_arg(struct fmt_state *s, enum pscan_arg arg, uint32_t k, void *dst)
+{
+    if (s->pos != NULL)
+        return take_numbered(s, arg, k, dst);
     size_t size = pscan_arg_size(arg);
     size_t off = pscan_align(s->off, arg);
     if (s->missing || off < s->off || off > s->args_len || s->args_len - off < size) {
@@ -263,6 +304,10 @@ static size_t build_spec(char *spec, unsigned flags, int32_t width, int32_t prec
         spec[n++] = '#';
     if (flags & PSCAN_FLAG_ZERO)
         spec[n++] = '0';
+    if (flags & PSCAN_FLAG_GROUP)
+        spec[n++] = '\'';
+    if (flags & PSCAN_FLAG_I18N)
+        spec[n++] = 'I';
     if (width >= 0)
         n += put_decimal(spec + n, (uint32_t)width);
     if (precision >= 0) {
@@ -294,8 +339,58 @@ static bool ldouble_valid(const unsigned char *bytes)
     return explicit_one; /* unnormals, pseudo-infinities and pseudo-NaNs are invalid */
 }
 
+/* An integer conversion with the ' or I flag, through snprintf in the host's locale. */
+static void emit_int_locale(struct fmt_state *s, const struct pscan_spec *spec, unsigned flags,
+                            int32_t width, int32_t precision, const unsigned char *raw)
+{
+    char sp[48];
+    size_t n = build_spec(sp, flags, width, precision);
+    if (spec->arg == PSCAN_ARG_I64) {
+        long long v;
+        memcpy(&v, raw, 8);
+        char tail[4] = {'l', 'l', spec->conv, '\0'};
+        end_spec(sp, n, tail);
+        emit_printf(s, sp, v);
+        return;
+    }
+    int v;
+    memcpy(&v, raw, 4);
+    char tail[4] = {spec->conv, '\0', '\0', '\0'};
+    if (spec->length == PSCAN_LEN_H || spec->length == PSCAN_LEN_HH) {
+        tail[0] = 'h';
+        tail[1] = spec->length == PSCAN_LEN_HH ? 'h' : spec->conv;
+        tail[2] = spec->length == PSCAN_LEN_HH ? spec->conv : '\0';
+    }
+    end_spec(sp, n, tail);
+    emit_printf(s, sp, v);
+}
+
 static void format_conv(struct fmt_state *s, const char *fmt, const struct pscan_spec *spec)
 {
+    if (s->pos != NULL && s->pos->err != PSCAN_POS_OK && pscan_takes_any(spec)) {
+        emit_bad(s, fmt, spec); /* a refused numbered format: no argument is read */
+        return;
+    }
+    unsigned flags = spec->flags;
+    int32_t width = spec->width;
+    int32_t precision = spec->precision;
+    bool missing = false;
+    /* Every '*' takes its int, whatever the conversion (as glibc), so that nothing after it
+     * moves. */
+    if (width == PSCAN_STAR) {
+        int32_t w = 0;
+        missing = !take_arg(s, PSCAN_ARG_I32, spec->width_pos, &w);
+        if (w < 0) {
+            flags |= PSCAN_FLAG_MINUS;
+            w = w == INT32_MIN ? PSCAN_NUM_MAX : -w;
+        }
+        width = w;
+    }
+    if (precision == PSCAN_STAR) {
+        int32_t p = 0;
+        missing = !take_arg(s, PSCAN_ARG_I32, spec->prec_pos, &p) || missing;
+        precision = p < 0 ? PSCAN_NONE : p;
+    }
     if (spec->arg == PSCAN_ARG_NONE) {
         emit(s, "%", 1);
         return;
@@ -304,29 +399,9 @@ static void format_conv(struct fmt_state *s, const char *fmt, const struct pscan
         emit_bad(s, fmt, spec);
         return;
     }
-
-    unsigned flags = spec->flags;
-    int32_t width = spec->width;
-    int32_t precision = spec->precision;
-    if (width == PSCAN_STAR) {
-        int32_t w;
-        if (!take_arg(s, PSCAN_ARG_I32, &w)) {
-            emit_str(s, "<missing arg>");
-            return;
-        }
-        if (w < 0) {
-            flags |= PSCAN_FLAG_MINUS;
-            w = w == INT32_MIN ? PSCAN_NUM_MAX : -w;
-        }
-        width = w;
-    }
-    if (precision == PSCAN_STAR) {
-        int32_t p;
-        if (!take_arg(s, PSCAN_ARG_I32, &p)) {
-            emit_str(s, "<missing arg>");
-            return;
-        }
-        precision = p < 0 ? PSCAN_NONE : p;
+    if (missing) {
+        emit_str(s, "<missing arg>");
+        return;
     }
     if (width > RPC_PRINTF_NUM_MAX)
         width = RPC_PRINTF_NUM_MAX;
@@ -334,23 +409,27 @@ static void format_conv(struct fmt_state *s, const char *fmt, const struct pscan
         precision = RPC_PRINTF_NUM_MAX;
 
     unsigned char raw[16];
-    if (!take_arg(s, spec->arg, raw)) {
+    if (!take_arg(s, spec->arg, spec->pos, raw)) {
         emit_str(s, "<missing arg>");
         return;
     }
     s->nconv++;
 
-    if ((spec->arg == PSCAN_ARG_I32 && spec->conv != 'c') || spec->arg == PSCAN_ARG_I64) {
-        emit_int(s, spec, flags, width, precision, raw);
+    bool is_char = spec->conv == 'c' || spec->conv == 'C';
+    if ((spec->arg == PSCAN_ARG_I32 && !is_char) || spec->arg == PSCAN_ARG_I64) {
+        if (flags & (PSCAN_FLAG_GROUP | PSCAN_FLAG_I18N))
+            emit_int_locale(s, spec, flags, width, precision, raw);
+        else
+            emit_int(s, spec, flags, width, precision, raw);
         return;
     }
-    char sp[40];
+    char sp[48];
     size_t n = build_spec(sp, flags, width, precision);
     switch (spec->arg) {
-    case PSCAN_ARG_I32: { /* %c and %lc: the other integer conversions went to emit_int */
+    case PSCAN_ARG_I32: { /* %c %lc %C: the other integer conversions went to emit_int */
         int32_t v;
         memcpy(&v, raw, 4);
-        if (spec->length == PSCAN_LEN_L) {
+        if (pscan_wide(spec)) {
             end_spec(sp, n, "lc");
             emit_printf(s, sp, (wint_t)(uint32_t)v);
         } else {
@@ -384,7 +463,7 @@ static void format_conv(struct fmt_state *s, const char *fmt, const struct pscan
         memcpy(&v, raw, 8);
         if (spec->conv == 'n')
             break; /* never written: the pointer is a device address */
-        if (spec->conv == 's') {
+        if (spec->conv != 'p') {
             emit_str(s, "<unsupported %ls>");
             break;
         }
@@ -427,6 +506,33 @@ static void format_conv(struct fmt_state *s, const char *fmt, const struct pscan
     }
 }
 
+/* Formats the whole format once.  The plain run (!full: pscan_next_plain) stops at the first
+ * conversion that may number an argument and sets s->again: the caller runs again with
+ * pscan_next and, if the format numbers its arguments, their layout. */
+static void format_run(struct fmt_state *s, const char *fmt, size_t fmt_len, bool full)
+{
+    size_t pos = 0;
+    size_t lit = 0;
+    struct pscan_spec spec;
+    while (s->st == TETHER_OK && !s->truncated &&
+           (full ? pscan_next(fmt, fmt_len, &pos, &spec)
+                 : pscan_next_plain(fmt, fmt_len, &pos, &spec))) {
+        if (!full && pscan_maybe_numbered(&spec)) {
+            s->again = true;
+            return;
+        }
+        emit(s, fmt + lit, spec.start - lit);
+        format_conv(s, fmt, &spec);
+        lit = pos;
+    }
+    if (s->st == TETHER_OK && !s->truncated) {
+        size_t end = lit;
+        while (end < fmt_len && fmt[end] != '\0')
+            end++;
+        emit(s, fmt + lit, end - lit);
+    }
+}
+
 tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_t fmt_len,
                                   const void *args, size_t args_len,
                                   const struct rpc_printf_str *strs, size_t nstrs,
@@ -441,25 +547,25 @@ tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_
         .strs = strs,
         .nstrs = strs == NULL ? 0 : nstrs,
     };
-    size_t pos = 0;
-    size_t lit = 0;
-    struct pscan_spec spec;
     if (fmt == NULL)
         fmt_len = 0;
-    while (s.st == TETHER_OK && !s.truncated && pscan_next(fmt, fmt_len, &pos, &spec)) {
-        emit(&s, fmt + lit, spec.start - lit);
-        if (spec.conv == 0) {
-            emit_bad(&s, fmt, &spec);
-        } else {
-            format_conv(&s, fmt, &spec);
-        }
-        lit = pos;
-    }
-    if (s.st == TETHER_OK && !s.truncated) {
-        size_t end = lit;
-        while (end < fmt_len && fmt[end] != '\0')
-            end++;
-        emit(&s, fmt + lit, end - lit);
+    format_run(&s, fmt, fmt_len, false);
+    struct pscan_pos pos;
+    if (s.again) {
+        /* Maybe numbered arguments: again, from the start, with each argument's place. */
+        out->len = s.base;
+        pscan_pos_scan(fmt, fmt_len, &pos);
+        s = (struct fmt_state){
+            .out = out,
+            .base = out->len,
+            .st = TETHER_OK,
+            .args = s.args,
+            .args_len = s.args_len,
+            .strs = s.strs,
+            .nstrs = s.nstrs,
+            .pos = pos.numbered ? &pos : NULL,
+        };
+        format_run(&s, fmt, fmt_len, true);
     }
     if (s.truncated && s.st == TETHER_OK)
         s.st = rpc_outbuf_append(out, "<truncated>", 11);

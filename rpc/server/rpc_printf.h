@@ -7,20 +7,35 @@
  * have written.  The packing rules and the one scanner both sides share are
  * in rpc/device/printf_scan.h.
  *
+ * What each conversion takes from the buffer follows from the format alone
+ * (printf_scan.h): every `*` takes an int, a conversion glibc knows takes
+ * what glibc takes for it, whatever odd length modifier it carries, and one
+ * glibc does not know takes nothing, so that no conversion moves the
+ * arguments after it.  Numbered arguments ("%2$d", "*1$") are placed as
+ * POSIX says; the ' and I flags go to the host's snprintf, which groups
+ * digits in the host's locale as the host's printf would.
+ *
  * Trust nothing: every input byte comes from a device and may be garbage.
  * Formatting never crashes, hangs or reads outside the given buffers;
  * anything it cannot format faithfully becomes a visible marker in the
  * output instead:
- *   <bad %SPEC>        malformed or unsupported conversion (takes no argument)
+ *   <bad %SPEC>        a conversion glibc does not know (m, y, ...), or a
+ *                      format that ends inside one (takes its '*' ints only)
+ *   <bad %SPEC: WHY>   a conversion of a numbered format that C rejects:
+ *                      numbered and unnumbered arguments mixed, an argument
+ *                      number unused below the highest one, one number used
+ *                      with two types, or a number above PSCAN_POS_MAX; no
+ *                      argument of such a format is read
  *   <missing arg>      the argument buffer ends before this argument
  *   <missing string>   fewer %s payloads than %s conversions
- *   <unsupported %ls>  wide strings (the pointer is consumed)
+ *   <unsupported %ls>  wide strings (%ls, %S; the pointer is consumed)
  *   <bad long double>  an invalid x87 encoding (unnormal, pseudo-NaN, ...)
  *   <truncated>        the output of one call passed RPC_PRINTF_OUT_MAX
  * A NULL %s prints "(null)" like glibc.  %n is accepted, its pointer
  * consumed, and nothing is written anywhere.  Widths and precisions above
- * RPC_PRINTF_NUM_MAX are clamped to it.  Numbers are formatted by the host's
- * snprintf, one validated conversion at a time.
+ * RPC_PRINTF_NUM_MAX are clamped to it.  Integers without ' or I are
+ * formatted here, the rest by the host's snprintf, one validated conversion
+ * at a time.
  *
  * Thread safety: the functions keep no state; a buffer belongs to one thread.
  */

@@ -130,11 +130,12 @@ bad)
   "$bin/offload_bad" > "$work/out.txt" 2> "$work/err.txt" || fail "exit status $?"
   wide=$(printf '%4095s' '')
   {
-    echo 'bad1 [<bad %q>] [5]'
+    echo 'bad1 [<bad %y>] [5]'
     echo "bad2 [${wide}7]"
     echo 'bad3 [(null)] []'
-    echo 'bad4 [1] [<bad %5%>]'
-    echo 'bad5 [<bad %hf>] [<bad %Ld>] [<bad %1$>d]'
+    echo 'bad4 [1] [%]'
+    echo 'bad5 [1.000000] [2] [3]'
+    echo 'bad6 [<bad %1$d: numbered and unnumbered arguments mixed>] [<bad %d: numbered and unnumbered arguments mixed>]'
     echo 'puts line'
     echo 'fwrite line'
   } > "$work/expect.txt"

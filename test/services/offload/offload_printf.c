@@ -23,12 +23,17 @@
 #endif
 #define LINES 30
 
+/* Sixteen %s and 130 long longs: more than 12 strings and more than 1 KiB of arguments. */
+#define S4 "%s %s %s %s "
+#define L10 "%lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "
+#define LL10(x) x, x + 1, x + 2, x + 3, x + 4, x + 5, x + 6, x + 7, x + 8, x + 9
+
 #pragma omp declare target
 static void emit(int tm, int th, int n)
 {
     static const char *words[4] = {"alpha", "", "a longer string, with spaces", "z"};
     const char *w = words[n % 4];
-    switch (n % 8) {
+    switch (n % 10) {
     case 0:
         printf("T%d.%d n%d ints %d %i %u %x %X %o [%6d] [%-6d] [%06d] [%+d] [% d]\n", tm, th, n,
                -n * 77, n, (unsigned)n * 3u, (unsigned)n * 255u, (unsigned)n * 4095u, (unsigned)n,
@@ -67,6 +72,20 @@ static void emit(int tm, int th, int n)
                (long double)n * 1e100L, (long double)n * 7);
 #endif
         break;
+    case 7: /* numbered arguments, the thousands flag (the host's locale: C) */
+        printf(
+            "T%3$d.%2$d n%1$d numbered [%5$s] [%4$*6$lld] [%4$-*6$llx] [%7$.*6$f] %8$'d %4$'lld\n",
+            n, th, tm, (long long)n * 1000003, w, 9, n / 7.0, n * 1234567);
+        break;
+    case 8: {
+        long long b = (long long)n << 33;
+        printf(
+            "T%d.%d n%d many " S4 S4 S4 S4 L10 L10 L10 L10 L10 L10 L10 L10 L10 L10 L10 L10 L10 "\n",
+            tm, th, n, w, "b", w, "d", w, "f", w, "h", w, "j", w, "l", w, "n", w, "p", LL10(b),
+            LL10(b + 10), LL10(b + 20), LL10(b + 30), LL10(b + 40), LL10(b + 50), LL10(b + 60),
+            LL10(b + 70), LL10(b + 80), LL10(b + 90), LL10(b + 100), LL10(b + 110), LL10(b + 120));
+        break;
+    }
     default:
         printf("T%d.%d n%d plain text that is long enough to need more than one packet of "
                "sixty-four bytes, printed by team %d thread %d\n",
