@@ -151,7 +151,7 @@ static void emit_line(int t, int n, char *expect, size_t cap, bool print)
         break;
     case 1:
         EMIT("t%d n%d longs %ld %lu %lld %llx %zu %zd %jd %td\n", t, n, -1000000007L * n,
-             3000000000UL + (unsigned long)n, -(long long)n << 33, 0xdeadbeefcafeULL + n,
+             3000000000UL + (unsigned long)n, -(long long)n * (1LL << 33), 0xdeadbeefcafeULL + n,
              (size_t)n * 1000, (ssize_t)-n, (intmax_t)n << 40, (ptrdiff_t)-n);
         break;
     case 2:
