@@ -57,7 +57,9 @@ count_junit() {
 run_phase() {
   local name=$1 dir=$2 sanitize=$3
   shift 3
-  local junit=$PWD/$dir/ctest-junit.xml log=$PWD/$dir/ctest.log rc=0 list="" counts p s
+  local abs=$dir rc=0 list="" counts p s
+  [[ $dir = /* ]] || abs=$PWD/$dir
+  local junit=$abs/ctest-junit.xml log=$abs/ctest.log
   echo "== $name: $dir"
   if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_SANITIZE="$sanitize" \
        "${extra[@]}" > /dev/null; then
