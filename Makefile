@@ -1,6 +1,6 @@
 # User-facing commands; CMake does the building.  See README.md.
 #   make demo    install what is missing, build, run the example
-#   make test    install what is missing, build, run every test (+ TSan run)
+#   make test    install what is missing, build, run every test (+ TSan and ASan runs)
 #   make bench   build and run the benchmarks
 #   make install PREFIX=dir   (DESTDIR=stage too; make uninstall undoes it)
 
@@ -32,20 +32,19 @@ demo: configure
 	      $(DEMO_LOG) >&2; echo "tether: the demo's build failed (full log: $(DEMO_LOG))" >&2; exit 1; }
 	@./scripts/demo.sh $(BUILD)
 
-# Every test in the normal build, then the concurrent tests again under TSan.
-test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	@$(MAKE) --no-print-directory test-tsan
+# scripts/test.sh: every test in the normal build, the `tsan` tests under TSan, every test not
+# labelled `noasan` under ASan+UBSan; each phase runs even when one before failed, and the last
+# line sums them up.
+TEST_ENV = BUILD="$(BUILD)" JOBS="$(JOBS)" CMAKE_FLAGS="$(CMAKE_FLAGS)"
+
+test: setup
+	@$(TEST_ENV) ./scripts/test.sh
 
 test-tsan: setup
-	@cmake -S . -B $(BUILD)-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD)-tsan -j $(JOBS)
-	@cd $(BUILD)-tsan && ctest --output-on-failure -j $(JOBS) -L tsan
+	@$(TEST_ENV) ./scripts/test.sh tsan
 
 test-asan: setup
-	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTETHER_SANITIZE=address $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD)-asan -j $(JOBS)
-	@cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS) -L asan
+	@$(TEST_ENV) ./scripts/test.sh asan
 
 bench: setup
 	@cmake -S . -B $(BUILD)-bench -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null

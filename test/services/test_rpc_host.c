@@ -151,7 +151,7 @@ static void emit_line(int t, int n, char *expect, size_t cap, bool print)
         break;
     case 1:
         EMIT("t%d n%d longs %ld %lu %lld %llx %zu %zd %jd %td\n", t, n, -1000000007L * n,
-             3000000000UL + (unsigned long)n, -(long long)n << 33, 0xdeadbeefcafeULL + n,
+             3000000000UL + (unsigned long)n, -(long long)n * (1LL << 33), 0xdeadbeefcafeULL + n,
              (size_t)n * 1000, (ssize_t)-n, (intmax_t)n << 40, (ptrdiff_t)-n);
         break;
     case 2:
@@ -544,7 +544,7 @@ static void test_malloc(void)
     struct tether_rpc_free_req freq = {aans.ptr};
     iov = (struct dev_iov){&freq, sizeof freq};
     tether_device_call(TETHER_RPC_OP_FREE, &iov, 1, false, NULL, 0, NULL, NULL);
-    for (int i = 0; i < 10000 && st.heap_chunks == with_raw; i++) { /* fire and forget */
+    while (st.heap_chunks == with_raw) { /* fire and forget: wait for the server to take it */
         usleep(100);
         tether_rpc_server_stats(rig.srv, &st);
     }
@@ -663,10 +663,9 @@ static void test_user(bool wide)
           "%llu inline answers, expected %u",
           (unsigned long long)(st1.inline_answers - st0.inline_answers), TETHER_RPC_INLINE_MAX + 1);
     /* One thread's calls one after the other on its home port: one-lane calls are answered on
-     * the server thread's hot path (most of them; at least one must be: on a loaded machine the
-     * server thread may be off its CPU for a while, so up to 20 s of calls), wide ones never. */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+     * the server thread's hot path (most of them; at least one must be, however long a loaded
+     * machine keeps the server thread off its CPU: no time limit here but ctest's hang guard),
+     * wide ones never. */
     for (int c = 0;; c++) {
         char one[4] = {(char)c, 1, 2, 3}, rev[4];
         CHECK(tether_rpc_call(0x8001, one, 4, rev, 4) == 4 && rev[0] == 3 && rev[3] == (char)c,
@@ -674,9 +673,10 @@ static void test_user(bool wide)
         if (c < 200)
             continue;
         tether_rpc_server_stats(rig.srv, &st1);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        if (wide || st1.hot_answers > st0.hot_answers || t1.tv_sec - t0.tv_sec > 20)
+        if (wide || st1.hot_answers > st0.hot_answers)
             break;
+        if (c == 1000000)
+            fprintf(stderr, "no call answered on the hot path after %d calls; calling on\n", c);
     }
     CHECK(wide ? st1.hot_answers == 0 : st1.hot_answers > st0.hot_answers,
           "%s calls: %llu answered on the hot path", wide ? "wide" : "one-lane",
