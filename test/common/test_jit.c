@@ -3,9 +3,14 @@
  * image: the bitcode of jit_src.c for nvptx64 sm_90, taken from the executable's .llvm.offloading
  * dump and unwrapped as libomptarget does, compiled to PTX through libLLVM-16.
  *
- *   test_jit IMAGE.off SCRATCH_DIR    the compiler and its LIBOMPTARGET_JIT_* knobs
+ *   test_jit IMAGE.off SCRATCH_DIR    the compiler and its LIBOMPTARGET_JIT_* knobs; the
+ *                                     plugin side (accept, load: once per image and cpu, from
+ *                                     several threads at once) over a backend table of the test's
  *   test_jit no-llvm                  with TETHER_JIT_LLVM naming no library: refused, with why
  */
+#include <elf.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +18,7 @@
 #include <unistd.h>
 
 #include "plugin_image.h"
+#include "capture.h"
 #include "plugin_jit.h"
 #include "tcheck.h"
 
@@ -65,6 +71,16 @@ static bool same_file(const char *a, const char *b)
     free(x);
     free(y);
     return same;
+}
+
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = strstr(text, needle); p != NULL; p = strstr(p + 1, needle)) {
+        n++;
+    }
+    return n;
 }
 
 static bool nonempty_file(const char *path)
@@ -275,6 +291,156 @@ static void test_compile(const struct plugin_image *image, const char *dir)
     unlink(post_s);
 }
 
+/* ---- the plugin side, over a backend of the test's -------------------------------------- */
+
+static atomic_int links;
+
+/* sm_90 for even devices, sm_80 for odd ones. */
+static void t_cpu(struct plugin_device *dev, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", dev->id % 2 == 0 ? "sm_90" : "sm_80");
+}
+
+/* "Link": an ELF header of EM_CUDA followed by the PTX, so that the test can read what was
+ * compiled for which cpu. */
+static tether_status_t t_link(struct plugin_device *dev, const void *code, size_t size,
+                              void **image_p, size_t *size_p, struct tether_error *err)
+{
+    Elf64_Ehdr eh;
+    char *out = malloc(sizeof(eh) + size + 1);
+
+    (void)dev;
+    if (out == NULL) {
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "link");
+    }
+    memset(&eh, 0, sizeof(eh));
+    memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_machine = 190;
+    memcpy(out, &eh, sizeof(eh));
+    memcpy(out + sizeof(eh), code, size + 1);
+    atomic_fetch_add(&links, 1);
+    *image_p = out;
+    *size_p = sizeof(eh) + size + 1;
+    return TETHER_OK;
+}
+
+static const struct plugin_jit_ops t_jit = {.triple = "nvptx64", .cpu = t_cpu, .link = t_link};
+static const struct plugin_jit_ops t_jit_amd = {.triple = "amdgcn", .refusal = "needs X"};
+static const struct plugin_jit_ops t_jit_refuse = {.triple = "nvptx64",
+                                                   .refusal = "needs a linker we lack"};
+
+struct t_load {
+    struct plugin_device *dev;
+    struct plugin_image image;
+    tether_status_t rc;
+};
+
+static void *t_load_thread(void *arg)
+{
+    struct t_load *l = arg;
+    struct tether_error err = {{0}};
+
+    l->rc = plugin_jit_load(l->dev, &l->image, &err);
+    return NULL;
+}
+
+static void test_plugin_side(const struct plugin_image *image)
+{
+    struct plugin_ops ops = {.version = PLUGIN_OPS_VERSION, .name = "jit-test", .elf_machine = 190};
+    struct plugin plugin = {.ops = &ops, .num_devices = 4};
+    struct plugin_device devs[4];
+    struct t_load loads[4];
+    pthread_t threads[4];
+    struct tether_error err = {{0}};
+    struct plugin_image img;
+    struct capture cap;
+    char out[2048];
+
+    for (int i = 0; i < 4; i++) {
+        devs[i] = (struct plugin_device){.plugin = &plugin, .id = i};
+    }
+
+    /* No jit table: bitcode is not this backend's, quietly. */
+    setenv("LIBOMPTARGET_INFO", "16", 1);
+    capture_begin(&cap, 2);
+    CHECK(!plugin_jit_accept(&plugin, image));
+    img = *image;
+    CHECK_RC(plugin_jit_load(&devs[0], &img, &err), TETHER_ERR_BAD_IMAGE);
+    /* Another triple's backend, even one that refuses its own: quiet too. */
+    ops.jit = &t_jit_amd;
+    CHECK(!plugin_jit_accept(&plugin, image));
+    capture_end(&cap, out, sizeof(out));
+    CHECK(out[0] == '\0');
+
+    /* The backend's triple but a refusal: refused, the reason told once (info level). */
+    ops.jit = &t_jit_refuse;
+    capture_begin(&cap, 2);
+    CHECK(!plugin_jit_accept(&plugin, image));
+    CHECK(!plugin_jit_accept(&plugin, image));
+    capture_end(&cap, out, sizeof(out));
+    CHECK_MSG(out, "tether (jit-test): refusing image ");
+    CHECK_MSG(out, "LLVM bitcode for nvptx64-nvidia-cuda (-fopenmp-target-jit): running it needs a "
+                   "linker we lack; build without -fopenmp-target-jit");
+    CHECK(count(out, "refusing image") == 1);
+    img = *image;
+    CHECK_RC(plugin_jit_load(&devs[0], &img, &err), TETHER_ERR_UNSUPPORTED);
+    CHECK_MSG(err.msg, "needs a linker we lack");
+
+    /* A backend that runs it: accepted; loaded on four devices by four threads at once, it is
+     * compiled once per cpu, the images shared by the devices of one cpu. */
+    ops.jit = &t_jit;
+    CHECK(plugin_jit_accept(&plugin, image));
+    capture_begin(&cap, 2);
+    for (int i = 0; i < 4; i++) {
+        loads[i] = (struct t_load){.dev = &devs[i], .image = *image, .rc = TETHER_ERR_INTERNAL};
+        pthread_create(&threads[i], NULL, t_load_thread, &loads[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK_RC(loads[i].rc, TETHER_OK);
+    }
+    capture_end(&cap, out, sizeof(out));
+    CHECK(atomic_load(&links) == 2);
+    CHECK(loads[0].image.start == loads[2].image.start);
+    CHECK(loads[1].image.start == loads[3].image.start);
+    CHECK(loads[0].image.start != loads[1].image.start);
+    CHECK(loads[0].image.start != image->start);
+    CHECK(strstr((const char *)loads[0].image.start + sizeof(Elf64_Ehdr), ".target sm_90") != NULL);
+    CHECK(strstr((const char *)loads[1].image.start + sizeof(Elf64_Ehdr), ".target sm_80") != NULL);
+    CHECK(loads[0].image.arch == image->arch);
+    CHECK_MSG(out, "tether (jit-test): device 0: image ");
+    CHECK_MSG(out, " JIT-compiled for sm_90 in ");
+    CHECK_MSG(out, " ms at -O3 (LLVM ");
+    CHECK_MSG(out, " JIT-compiled for sm_80 in ");
+    /* Loaded again: from the cache, nothing compiled. */
+    img = *image;
+    CHECK_RC(plugin_jit_load(&devs[2], &img, &err), TETHER_OK);
+    CHECK(img.start == loads[0].image.start && atomic_load(&links) == 2);
+
+    /* A bad opt level is named and taken as 3. */
+    plugin_jit_shutdown();
+    setenv("LIBOMPTARGET_JIT_OPT_LEVEL", "9", 1);
+    capture_begin(&cap, 2);
+    img = *image;
+    CHECK_RC(plugin_jit_load(&devs[0], &img, &err), TETHER_OK);
+    capture_end(&cap, out, sizeof(out));
+    CHECK_MSG(out, "warning: LIBOMPTARGET_JIT_OPT_LEVEL=9 is not 0, 1, 2 or 3: using 3");
+    CHECK_MSG(out, "at -O3");
+    CHECK(atomic_load(&links) == 3);
+    knobs_clear();
+
+    /* A compilation that fails: the load fails with the reason, nothing is cached. */
+    plugin_jit_shutdown();
+    img = (struct plugin_image){image->start, image->size / 2, image->arch};
+    CHECK_RC(plugin_jit_load(&devs[0], &img, &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_MSG(err.msg, "parsing the image's bitcode");
+    CHECK(img.start == image->start);
+    plugin_jit_shutdown();
+    unsetenv("LIBOMPTARGET_INFO");
+}
+
 static int run_no_llvm(void)
 {
     struct plugin_jit_code code = {NULL, 0};
@@ -316,6 +482,7 @@ int main(int argc, char **argv)
     test_detect(&image);
     test_options();
     test_compile(&image, argv[2]);
+    test_plugin_side(&image);
     free(file);
     return tcheck_exit("test_jit");
 }
