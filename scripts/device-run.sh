@@ -126,8 +126,8 @@ if want jit; then
       say "jit through $plugins"
       LIBOMPTARGET_INFO=16 omp_run $plugins "$work/bin/omp/jit" >"$work/jit.txt" 2>&1
       rc=$?
-      grep -E '^(jit|fig) |JIT-compiled|loaded image' "$work/jit.txt" | sed "s/^/$plugins: /" |
-        tee -a "$out/jit.txt"
+      grep -E '^(jit|fig) |JIT-compiled|loaded image|aunching kernel' "$work/jit.txt" |
+        awk '!seen[$0]++' | sed "s/^/$plugins: /" | tee -a "$out/jit.txt"
       [ $rc -eq 0 ] || { tail -12 "$work/jit.txt"; fail "jit ($plugins, exit $rc)"; }
       if [ $plugins = plugins-tether ] && ! grep -q 'JIT-compiled for sm_' "$work/jit.txt"; then
         fail "jit: tether's plugin did not JIT-compile the image"

@@ -454,6 +454,25 @@ static int run_no_llvm(void)
     CHECK_RC(plugin_jit_compile("BC\xc0\xde", 4, "sm_90",
                                 &(struct plugin_jit_options){.opt_level = 3}, &code, &err),
              TETHER_ERR_NO_DRIVER);
+
+    /* is_valid_binary: refused, the reason told once, on stderr under MANDATORY. */
+    {
+        struct plugin_ops ops = {.version = PLUGIN_OPS_VERSION, .name = "jit-test", .jit = &t_jit};
+        struct plugin plugin = {.ops = &ops, .num_devices = 1};
+        struct plugin_image image = {"BC\xc0\xde", 4, "sm_90"};
+        struct capture cap;
+        char out[1024];
+
+        setenv("OMP_TARGET_OFFLOAD", "mandatory", 1);
+        capture_begin(&cap, 2);
+        CHECK(!plugin_jit_accept(&plugin, &image));
+        CHECK(!plugin_jit_accept(&plugin, &image));
+        capture_end(&cap, out, sizeof(out));
+        CHECK_MSG(out, "tether (jit-test): warning: refusing image ");
+        CHECK_MSG(out, "LLVM bitcode (-fopenmp-target-jit): no libLLVM to compile it with");
+        CHECK(count(out, "refusing image") == 1);
+        unsetenv("OMP_TARGET_OFFLOAD");
+    }
     return tcheck_exit("test_jit no-llvm");
 }
 
