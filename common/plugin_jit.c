@@ -651,6 +651,12 @@ bool plugin_jit_accept(struct plugin *plugin, const struct plugin_image *image)
                    image->start, triple, jit->triple);
         return false;
     }
+    if (jit->refusal == NULL && (jit->cpu == NULL || jit->link == NULL)) {
+        plugin_log(plugin, NULL, PLUGIN_LOG_WARN,
+                   "the backend's jit table has no %s: LLVM bitcode images refused",
+                   jit->cpu == NULL ? "cpu slot" : "link slot");
+        return false;
+    }
     if (jit->refusal != NULL) {
         jit_refuse_once(plugin, &jit_said_refusal,
                         "refusing image %p, LLVM bitcode for %s (-fopenmp-target-jit): running it "
@@ -776,6 +782,10 @@ tether_status_t plugin_jit_load(struct plugin_device *dev, struct plugin_image *
         return plugin_error_set(err, TETHER_ERR_UNSUPPORTED,
                                 "image is LLVM bitcode (-fopenmp-target-jit): running it %s",
                                 jit->refusal);
+    }
+    if (jit->cpu == NULL || jit->link == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INTERNAL, "the backend's jit table has no %s",
+                                jit->cpu == NULL ? "cpu slot" : "link slot");
     }
     jit->cpu(dev, cpu, sizeof(cpu));
     pthread_mutex_lock(&jit_cache_lock);

@@ -388,6 +388,19 @@ static void test_plugin_side(const struct plugin_image *image)
     CHECK_RC(plugin_jit_load(&devs[0], &img, &err), TETHER_ERR_UNSUPPORTED);
     CHECK_MSG(err.msg, "needs a linker we lack");
 
+    /* A table without its link slot: refused, loudly (a backend's mistake). */
+    {
+        const struct plugin_jit_ops broken = {.triple = "nvptx64", .cpu = t_cpu};
+
+        ops.jit = &broken;
+        capture_begin(&cap, 2);
+        CHECK(!plugin_jit_accept(&plugin, image));
+        capture_end(&cap, out, sizeof(out));
+        CHECK_MSG(out, "warning: the backend's jit table has no link slot");
+        img = *image;
+        CHECK_RC(plugin_jit_load(&devs[0], &img, &err), TETHER_ERR_INTERNAL);
+    }
+
     /* A backend that runs it: accepted; loaded on four devices by four threads at once, it is
      * compiled once per cpu, the images shared by the devices of one cpu. */
     ops.jit = &t_jit;
@@ -410,7 +423,8 @@ static void test_plugin_side(const struct plugin_image *image)
     CHECK(strstr((const char *)loads[0].image.start + sizeof(Elf64_Ehdr), ".target sm_90") != NULL);
     CHECK(strstr((const char *)loads[1].image.start + sizeof(Elf64_Ehdr), ".target sm_80") != NULL);
     CHECK(loads[0].image.arch == image->arch);
-    CHECK_MSG(out, "tether (jit-test): device 0: image ");
+    CHECK(count(out, "JIT-compiled") == 2);
+    CHECK_MSG(out, "tether (jit-test): device ");
     CHECK_MSG(out, " JIT-compiled for sm_90 in ");
     CHECK_MSG(out, " ms at -O3 (LLVM ");
     CHECK_MSG(out, " JIT-compiled for sm_80 in ");
