@@ -9,9 +9,11 @@
  *
  * and linked into its plugin with tether_add_plugin() (common/CMakeLists.txt).  Everything generic
  * lives in common/: argument checks, the device table and lazy per-device init, image validation
- * (OffloadBinary/ELF, e_machine, arch), the target table, the device environment, the pinned map
- * (lock/unlock and transfers), queue and event pools, grid/block computation, logging and
- * LIBOMPTARGET_INFO messages, error messages that name device, call and cause, the RPC hooks.
+ * (OffloadBinary/ELF, e_machine, arch), LLVM bitcode images compiled at load time (the backend only
+ * turns the compiler's output into its image: ops->jit), the target table, the device
+ * environment, the pinned map (lock/unlock and transfers), queue and event pools, grid/block
+ * computation, logging and LIBOMPTARGET_INFO messages, error messages that name device, call and
+ * cause, the RPC hooks.
  *
  * Objects.  The backend allocates its objects and embeds the generic object FIRST, then gets back
  * to its own type with container_of():
@@ -71,7 +73,7 @@ extern "C" {
 
 /* Bumped whenever a slot is added, removed or changes meaning.  plugin_create() in common refuses
  * a table whose version differs (an old backend built against a new common). */
-#define PLUGIN_OPS_VERSION 1
+#define PLUGIN_OPS_VERSION 2
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -157,7 +159,9 @@ struct plugin_device {
 };
 
 /* A device image as the backend sees it: the bytes libomptarget handed over with any OffloadBinary
- * wrapper removed, already checked to be an ELF of ops->elf_machine. */
+ * wrapper removed, already checked to be an ELF of ops->elf_machine.  (One exception:
+ * image_compatible also sees the LLVM bitcode images that ops->jit accepts, whose arch is then the
+ * only field worth reading; module_load gets the ELF that ops->jit->link made of them.) */
 struct plugin_image {
     const void *start; /* first byte of the ELF; 8-byte aligned not guaranteed */
     size_t size;       /* bytes */
@@ -195,6 +199,32 @@ struct plugin_launch {
 /* Key/value emitter for device_info(): prints one "  key: value" line of print_device_info. */
 typedef void (*plugin_info_emit_t)(void *ctx, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* LLVM bitcode images (clang -fopenmp-target-jit), for plugin_ops.jit.  Common accepts such an
+ * image at is_valid_binary when its triple's architecture is `triple` and refusal is NULL; at
+ * load_binary it compiles the bitcode for the device's cpu() (once per image and cpu name, kept
+ * until shutdown) and hands the output to link(); what link() returns goes on as the image
+ * (module_load, symbol reads), so it must be an ELF of elf_machine.  docs/plugin-interface.md,
+ * "JIT images". */
+struct plugin_jit_ops {
+    /* The triple architecture of the bitcode this backend runs: "nvptx64", "amdgcn", "x86_64".
+     * A bitcode image for another triple is not this backend's. */
+    const char *triple;
+    /* NULL when the backend runs such images.  Otherwise the reason it cannot, as a clause
+     * ("needs ..."): common refuses those images with it (once at LIBOMPTARGET_INFO, on stderr
+     * under OMP_TARGET_OFFLOAD=MANDATORY), and cpu and link are never called. */
+    const char *refusal;
+    /* Required unless refusal.  The LLVM cpu name to compile for on this device ("sm_90"),
+     * NUL-terminated into buf (len bytes). */
+    void (*cpu)(struct plugin_device *dev, char *buf, size_t len);
+    /* Required unless refusal.  Turn what LLVM emitted for the device (nvptx64: PTX text;
+     * others: an object file), or the user's LIBOMPTARGET_JIT_REPLACEMENT_OBJECT, into the
+     * image: malloc'ed bytes in *image_p (the caller frees them), their size in *size_p.  code
+     * is followed by a NUL byte that size does not count.  Called with no common lock but the
+     * JIT cache's held. */
+    tether_status_t (*link)(struct plugin_device *dev, const void *code, size_t size,
+                            void **image_p, size_t *size_p, struct tether_error *err);
+};
 
 /*
  * The ops table.  One `const` instance per backend, designated initializers, slots in this order.
@@ -361,6 +391,12 @@ struct plugin_ops {
     tether_status_t (*launch)(struct plugin_device *dev, struct plugin_kernel *kernel,
                               const struct plugin_launch *launch, struct plugin_queue *queue,
                               struct tether_error *err);
+
+    /* Optional.  What the backend does with LLVM bitcode images (clang -fopenmp-target-jit),
+     * which common compiles at load time through libLLVM (plugin_jit.h); see struct
+     * plugin_jit_ops.  NULL: bitcode images are refused quietly, like any image that is no ELF of
+     * elf_machine. */
+    const struct plugin_jit_ops *jit;
 
     /* ---- interop --------------------------------------------------------------------------- */
 

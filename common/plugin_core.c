@@ -1,5 +1,6 @@
 /* common/plugin_core.c - plugin and device life cycle, logging, reports (see plugin_core.h). */
 #include "plugin_state.h"
+#include "plugin_jit.h"
 
 #include "../rpc/server/rpc_env.h"
 #include "plugin_image.h"
@@ -509,6 +510,7 @@ void plugin_destroy(struct plugin *plugin)
         pthread_mutex_destroy(&state->slots[i].lock);
     }
     free(state->slots);
+    plugin_jit_shutdown(); /* the JIT images, now that no module uses them */
     seen = state->seen;
     while (seen != NULL) {
         struct plugin_seen_image *next = seen->next;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plugin_image.h"
+#include "plugin_jit.h"
 
 /* ---- validation ------------------------------------------------------------------------- */
 
@@ -27,6 +28,10 @@ static tether_status_t image_view(const struct plugin *plugin, const struct tgt_
     rc = image_unwrap(img->ImageStart, end - start, &image, err);
     if (rc != TETHER_OK) {
         return rc;
+    }
+    if (plugin_jit_is_bitcode(image.start, image.size)) {
+        *image_p = image; /* LLVM bitcode: plugin_jit.h decides */
+        return TETHER_OK;
     }
     rc = image_elf_check(&image, plugin->ops->elf_machine, err);
     if (rc != TETHER_OK) {
@@ -113,6 +118,9 @@ bool plugin_image_valid(struct plugin *plugin, const struct tgt_device_image *im
     }
     if (image.arch == NULL) {
         image.arch = arch;
+    }
+    if (plugin_jit_is_bitcode(image.start, image.size) && !plugin_jit_accept(plugin, &image)) {
+        return false;
     }
     if (plugin->ops->image_compatible != NULL && !plugin->ops->image_compatible(plugin, &image)) {
         plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "image %p (arch %s) does not run on any device",
@@ -261,6 +269,12 @@ tether_status_t plugin_image_load(struct plugin_device *dev, const struct tgt_de
     }
     if (image.arch == NULL) {
         image.arch = plugin_seen_arch(plugin, img, &known);
+    }
+    if (plugin_jit_is_bitcode(image.start, image.size)) {
+        rc = plugin_jit_load(dev, &image, err); /* the image becomes the backend's ELF */
+        if (rc != TETHER_OK) {
+            return rc;
+        }
     }
     if (img->EntriesEnd < img->EntriesBegin ||
         (img->EntriesBegin == NULL && img->EntriesEnd != NULL)) {

@@ -7,7 +7,8 @@
 #                    (libomp5-16, libllvm16 and their dependencies, fetched with apt-get download)
 #   plugins-llvm/    libomptarget.rtl.cuda.nextgen.so -> LLVM 16's own CUDA plugin (the baseline)
 #   plugins-tether/  tether's libomptarget.rtl.cuda.nextgen.so, when it has been built
-#   bin/omp/         OpenMP programs from test/cuda/omp/, clang-16 for sm_90
+#   bin/omp/         OpenMP programs from test/cuda/omp/, clang-16 for sm_90 (jit with
+#                    -fopenmp-target-jit: its image is LLVM bitcode)
 #   bin/omp-rpc/     printf, malloc and rpc of test/cuda/omp/ linked with -ltether-device (rpc.c
 #                    only here: it needs tether's RPC server)
 #   bin/multi/       the two-GPU acceptance test (test/cuda/multi/multi_gpu.c, sm_90, linked with
@@ -99,7 +100,9 @@ ompflags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvpt
 for src in "$root"/test/cuda/omp/*.c; do
   name=$(basename "$src" .c)
   [ "$name" = rpc ] && continue # needs libtether-device.a: bin/omp-rpc only
-  clang-16 "${ompflags[@]}" -o "$stage/bin/omp/$name" "$src" 2>&1 | grep -v "CUDA version is newer" || true
+  jit=() # jit.c: an LLVM bitcode image, compiled by the plugin at load time
+  [ "$name" = jit ] && jit=(-fopenmp-target-jit)
+  clang-16 "${ompflags[@]}" "${jit[@]}" -o "$stage/bin/omp/$name" "$src" 2>&1 | grep -v "CUDA version is newer" || true
   [ -x "$stage/bin/omp/$name" ] || die "clang-16 failed on $src"
 done
 say "OpenMP programs: $(ls "$stage/bin/omp" | tr '\n' ' ')"

@@ -4,6 +4,8 @@
 # Unpacks the bundle made by scripts/device-bundle.sh, builds the CUDA native baselines
 # (test/cuda/native/*.cu) with nvcc, and runs the steps asked for (default: all of them):
 #   hello        an sm_90 target region through LLVM 16's own plugin (and tether's, if bundled)
+#   jit          a -fopenmp-target-jit program (bitcode image compiled at load) through both
+#                plugins; tether's must say it JIT-compiled the image  -> $OUT/jit.txt
 #   native       CUDA native baselines                          -> $OUT/native.txt
 #   llvm16       OpenMP programs through LLVM 16's CUDA plugin  -> $OUT/llvm16.txt
 #   tether       OpenMP programs through tether's CUDA plugin   -> $OUT/tether.txt
@@ -24,7 +26,7 @@ set -uo pipefail
 bundle=${1:?usage: device-run.sh BUNDLE [STEP...]}
 shift
 asked=$*
-steps=${*:-hello native llvm16 tether conformance multi}
+steps=${*:-hello jit native llvm16 tether conformance multi}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/device-out}
 work=${TETHER_DEVICE_WORK:-/tmp/tether-device}
@@ -112,6 +114,28 @@ if want hello; then
     [ $rc -eq 0 ] || fail "hello (tether plugin)"
     grep -q '^tether (cuda): device 0: initialised' "$work/hello-tether.txt" ||
       fail "hello: tether's plugin did not serve it"
+  fi
+fi
+
+# 3b. jit: bin/omp/jit's image is LLVM bitcode; each plugin compiles it for this GPU at load.
+if want jit; then
+  if [ -x "$work/bin/omp/jit" ]; then
+    : >"$out/jit.txt"
+    for plugins in plugins-llvm plugins-tether; do
+      [ $plugins = plugins-tether ] && [ $have_tether = 0 ] && continue
+      say "jit through $plugins"
+      LIBOMPTARGET_INFO=16 omp_run $plugins "$work/bin/omp/jit" >"$work/jit.txt" 2>&1
+      rc=$?
+      grep -E '^(jit|fig) |JIT-compiled|loaded image|aunching kernel' "$work/jit.txt" |
+        awk '!seen[$0]++' | sed "s/^/$plugins: /" | tee -a "$out/jit.txt"
+      [ $rc -eq 0 ] || { tail -12 "$work/jit.txt"; fail "jit ($plugins, exit $rc)"; }
+      if [ $plugins = plugins-tether ] && ! grep -q 'JIT-compiled for sm_' "$work/jit.txt"; then
+        fail "jit: tether's plugin did not JIT-compile the image"
+      fi
+    done
+  else
+    say "jit: no bin/omp/jit in the bundle, skipped"
+    skipped+=(jit)
   fi
 fi
 

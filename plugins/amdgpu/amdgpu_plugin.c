@@ -511,6 +511,15 @@ static void amdgpu_device_info(struct plugin_device *pdev, plugin_info_emit_t em
 
 /* ---- the ops table ----------------------------------------------------------------------- */
 
+/* LLVM bitcode images (-fopenmp-target-jit): LLVM would compile them to a relocatable object,
+ * but only a linker (ld.lld) makes the HSA code object HSA loads of that, and tether ships none:
+ * such images are refused with this reason (docs/amdgpu.md). */
+static const struct plugin_jit_ops amdgpu_jit_ops = {
+    .triple = "amdgcn",
+    .refusal = "needs a linker (ld.lld) to make an HSA code object of LLVM's output, which tether "
+               "does not ship",
+};
+
 const struct plugin_ops plugin_backend_ops = {
     .version = PLUGIN_OPS_VERSION,
     .name = "amdgpu",
@@ -546,6 +555,7 @@ const struct plugin_ops plugin_backend_ops = {
     .kernel_lookup = amdgpu_kernel_lookup,
     .kernel_release = amdgpu_kernel_release,
     .launch = amdgpu_launch,
+    .jit = &amdgpu_jit_ops,
     .interop_info = amdgpu_interop_info,
     .shared_alloc = NULL, /* alloc(PLUGIN_ALLOC_HOST) is fine-grained and GPU-visible */
     .shared_free = NULL,

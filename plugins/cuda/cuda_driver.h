@@ -54,6 +54,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUlinkState_st *CUlinkState;
+typedef int CUjitInputType; /* enum CUjitInputType_enum */
 typedef struct CUuuid_st {
     char bytes[16];
 } CUuuid;
@@ -136,6 +138,18 @@ enum {
     CU_POINTER_ATTRIBUTE_MAPPED = 13,
 };
 
+/* CUjit_option values (options of cuModuleLoadDataEx and cuLink*). */
+enum {
+    CU_JIT_ERROR_LOG_BUFFER = 5,
+    CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6, /* in: capacity; out: bytes written */
+};
+
+/* CUjitInputType values. */
+enum {
+    CU_JIT_INPUT_CUBIN = 0,
+    CU_JIT_INPUT_PTX = 1,
+};
+
 /* CUlimit values. */
 enum {
     CU_LIMIT_STACK_SIZE = 0,
@@ -203,6 +217,13 @@ enum {
       (CUmodule * module, const void *image, unsigned int num_options, CUjit_option *options,      \
        void **option_values))                                                                      \
     X(cuModuleUnload, cuModuleUnload, REQ, (CUmodule module))                                      \
+    X(cuLinkCreate, cuLinkCreate_v2, OPT,                                                          \
+      (unsigned int num_options, CUjit_option *options, void **option_values, CUlinkState *state)) \
+    X(cuLinkAddData, cuLinkAddData_v2, OPT,                                                        \
+      (CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,          \
+       unsigned int num_options, CUjit_option *options, void **option_values))                     \
+    X(cuLinkComplete, cuLinkComplete, OPT, (CUlinkState state, void **cubin, size_t *size))        \
+    X(cuLinkDestroy, cuLinkDestroy, OPT, (CUlinkState state))                                      \
     X(cuModuleGetGlobal, cuModuleGetGlobal_v2, REQ,                                                \
       (CUdeviceptr * dptr, size_t * bytes, CUmodule module, const char *name))                     \
     X(cuModuleGetFunction, cuModuleGetFunction, REQ,                                               \

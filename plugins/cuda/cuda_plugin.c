@@ -633,6 +633,7 @@ const struct plugin_ops plugin_backend_ops = {
     .kernel_lookup = cuda_kernel_lookup,
     .kernel_release = cuda_kernel_release,
     .launch = cuda_launch,
+    .jit = &cuda_jit_ops,
     .interop_info = cuda_interop_info,
     .l2_probe = cuda_l2_probe,
 };

@@ -610,6 +610,16 @@ free_arrays:
     return queue_note(queue, rc, err);
 }
 
+/* LLVM bitcode images (-fopenmp-target-jit): LLVM would compile them to a relocatable object,
+ * but only a linker makes the shared object this backend dlopens of that, and tether ships none
+ * (LLVM 16's host plugin takes them and then fails to load them).  Refused with this reason: the
+ * target regions run on the host anyway, as libomptarget's fallback (docs/host-plugin.md). */
+static const struct plugin_jit_ops host_jit_ops = {
+    .triple = "x86_64",
+    .refusal = "needs a linker to make a shared object of LLVM's output, which tether does not "
+               "ship",
+};
+
 const struct plugin_ops plugin_backend_ops = {
     .version = PLUGIN_OPS_VERSION,
     .name = TETHER_HOST_PLUGIN_NAME,
@@ -646,4 +656,5 @@ const struct plugin_ops plugin_backend_ops = {
     .kernel_lookup = host_kernel_lookup,
     .kernel_release = host_kernel_release,
     .launch = host_launch,
+    .jit = &host_jit_ops,
 };

@@ -22,6 +22,8 @@
  *                         unset: 0000:3b:00.0
  * Limits: cuCtxSetLimit refuses values above 1 GiB (CUDA_ERROR_INVALID_VALUE), as the real driver
  * refuses a limit it cannot grant.
+ * Kernels: cuModuleGetFunction finds the FUNC symbols of the image's symbol table (a cubin's
+ * kernels), nothing else.  fake_cuda_link.c adds the driver's linker (PTX -> a cubin-like ELF).
  * Globals: only the RPC client globals (__tether_rpc_client, __tether_rpc_client_const) are
  * found, when the image's symbol table defines them, as zeroed blocks of their symbol's size; so
  * an image linked with libtether-device.a gets an RPC server.  Every other global is "not found"
@@ -468,9 +470,11 @@ static const char *const sim_globals[] = {"__tether_rpc_client", "__tether_rpc_c
 struct CUmod_st {
     void *global[SIM_GLOBALS]; /* zeroed "device memory", NULL: not in the image */
     size_t global_size[SIM_GLOBALS];
+    char **funcs; /* the FUNC symbols of the image: its kernels */
+    size_t nfuncs;
 };
 
-/* The size of each of sim_globals the ELF image's symbol table defines. */
+/* The size of each of sim_globals the ELF image's symbol table defines, and its functions. */
 static void sim_module_globals(struct CUmod_st *mod, const unsigned char *image)
 {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)image;
@@ -486,7 +490,18 @@ static void sim_module_globals(struct CUmod_st *mod, const unsigned char *image)
         }
         const Elf64_Sym *sym = (const Elf64_Sym *)(const void *)(image + sh[i].sh_offset);
         const char *names = (const char *)image + sh[sh[i].sh_link].sh_offset;
-        for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); k++) {
+        size_t nsyms = sh[i].sh_size / sizeof(Elf64_Sym);
+        char **funcs = realloc(mod->funcs, (mod->nfuncs + nsyms) * sizeof(*funcs));
+
+        if (funcs == NULL) {
+            return;
+        }
+        mod->funcs = funcs;
+        for (size_t k = 0; k < nsyms; k++) {
+            if (sym[k].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC &&
+                (funcs[mod->nfuncs] = strdup(names + sym[k].st_name)) != NULL) {
+                mod->nfuncs++;
+            }
             for (size_t g = 0; g < SIM_GLOBALS; g++) {
                 if (sym[k].st_shndx != SHN_UNDEF && sym[k].st_size != 0 &&
                     strcmp(names + sym[k].st_name, sim_globals[g]) == 0) {
@@ -526,6 +541,10 @@ CUresult cuModuleUnload(CUmodule module)
     for (size_t g = 0; g < SIM_GLOBALS; g++) {
         free(module->global[g]);
     }
+    for (size_t f = 0; f < module->nfuncs; f++) {
+        free(module->funcs[f]);
+    }
+    free(module->funcs);
     free(module);
     return CUDA_SUCCESS;
 }
@@ -544,8 +563,13 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
 
 CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
 {
-    *func = (CUfunction)(uintptr_t)0x1000;
-    return CUDA_SUCCESS;
+    for (size_t f = 0; f < module->nfuncs; f++) {
+        if (strcmp(module->funcs[f], name) == 0) {
+            *func = (CUfunction)(uintptr_t)0x1000;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_NOT_FOUND;
 }
 
 CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attrib, CUfunction func)
