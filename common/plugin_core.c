@@ -315,12 +315,9 @@ void plugin_set_requires(struct plugin *plugin, int64_t flags)
     plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "requires flags 0x%" PRIx64, (uint64_t)flags);
 }
 
-/* OMP_REQ_UNIFIED_SHARED_MEMORY of libomptarget 16's requires flags. */
-#define PLUGIN_REQ_USM 0x008
-
 bool plugin_usm_unreachable(const struct plugin_device *dev)
 {
-    return (dev->plugin->state->requires_flags & PLUGIN_REQ_USM) != 0 &&
+    return (dev->plugin->state->requires_flags & TGT_REQ_UNIFIED_SHARED_MEMORY) != 0 &&
            dev->limits.host_access == PLUGIN_HOST_ACCESS_PINNED;
 }
 

@@ -219,6 +219,22 @@ static tether_status_t resolve_entry(struct plugin_device *dev, const struct plu
                                 "global %s has %zu bytes on the device, %zu on the host",
                                 host->name, size, host->size);
     }
+    /* Under unified shared memory libomptarget maps no global: the device copy takes the host
+     * bytes once, at load.  That is what makes clang's <name>_decl_tgt_ref_ptr globals (every
+     * declare target variable under USM, `link` ones always) hold the host variable's address. */
+    if (dev->plugin->state->requires_flags & TGT_REQ_UNIFIED_SHARED_MEMORY) {
+        if (host->addr == NULL) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "global %s has no host address",
+                                    host->name);
+        }
+        rc = ops->memcpy_h2d(dev, addr, host->addr, host->size, NULL, NULL, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_DEBUG,
+                   "unified shared memory: global %s (%zu bytes) at %p takes the host's bytes",
+                   host->name, (size_t)host->size, addr);
+    }
     out->addr = addr;
     return TETHER_OK;
 }
