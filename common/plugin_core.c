@@ -216,6 +216,7 @@ tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plug
 
         state->env_shared_mem = shared > 0 && shared <= UINT32_MAX ? (uint32_t)shared : 0;
     }
+    plugin_launch_env_read(&state->launch_env);
     atomic_init(&state->global_offset, -1);
     if (pthread_mutex_init(&state->seen_lock, NULL) != 0) {
         rc = plugin_error_set(err, TETHER_ERR_INTERNAL, "pthread_mutex_init failed");
@@ -453,6 +454,16 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     plugin_log(plugin, dev, PLUGIN_LOG_INFO,
                "initialised %s (warp %u, max threads %u, max teams %u)", state->name,
                limits.warp_size, limits.max_threads, limits.max_teams);
+    {
+        const struct plugin_launch_env *env = &plugin->state->launch_env;
+
+        if (env->teams_thread_limit != 0 || env->team_limit != 0 || env->num_teams != 0) {
+            plugin_log(plugin, dev, PLUGIN_LOG_INFO,
+                       "launches follow OMP_TEAMS_THREAD_LIMIT=%u OMP_TEAM_LIMIT=%u "
+                       "OMP_NUM_TEAMS=%u (0: not set)",
+                       env->teams_thread_limit, env->team_limit, env->num_teams);
+        }
+    }
     *dev_p = dev;
     return TETHER_OK;
 

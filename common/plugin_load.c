@@ -326,15 +326,41 @@ static uint32_t min_u32(uint64_t a, uint64_t b)
     return m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
 }
 
-void plugin_launch_geometry(const struct plugin_device_limits *limits, uint32_t kernel_max_threads,
+static uint32_t env_limit(const char *name)
+{
+    int64_t v = plugin_env_int(name, 0);
+
+    return v <= 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+void plugin_launch_env_read(struct plugin_launch_env *env)
+{
+    env->teams_thread_limit = env_limit("OMP_TEAMS_THREAD_LIMIT");
+    env->team_limit = env_limit("OMP_TEAM_LIMIT");
+    env->num_teams = env_limit("OMP_NUM_TEAMS");
+}
+
+void plugin_launch_geometry(const struct plugin_device_limits *limits,
+                            const struct plugin_launch_env *env, uint32_t kernel_max_threads,
                             uint8_t exec_mode, const struct tgt_kernel_args *kargs,
                             uint32_t *teams_p, uint32_t *threads_p)
 {
+    static const struct plugin_launch_env none;
     uint64_t max_threads = limits->max_threads;
+    uint64_t max_teams = limits->max_teams;
     uint64_t threads, teams;
 
+    if (env == NULL) {
+        env = &none;
+    }
     if (kernel_max_threads != 0 && kernel_max_threads < max_threads) {
         max_threads = kernel_max_threads;
+    }
+    if (env->teams_thread_limit != 0 && env->teams_thread_limit < max_threads) {
+        max_threads = env->teams_thread_limit;
+    }
+    if (env->team_limit != 0 && env->team_limit < max_teams) {
+        max_teams = env->team_limit;
     }
     if (kargs->ThreadLimit[0] > 0) {
         threads = kargs->ThreadLimit[0];
@@ -349,7 +375,9 @@ void plugin_launch_geometry(const struct plugin_device_limits *limits, uint32_t 
         threads = 1;
     }
     if (kargs->NumTeams[0] > 0) {
-        teams = min_u32(kargs->NumTeams[0], limits->max_teams);
+        teams = min_u32(kargs->NumTeams[0], max_teams);
+    } else if (env->num_teams != 0) {
+        teams = min_u32(env->num_teams, max_teams);
     } else {
         uint64_t trip_teams = UINT64_MAX;
 
@@ -357,7 +385,7 @@ void plugin_launch_geometry(const struct plugin_device_limits *limits, uint32_t 
             trip_teams = exec_mode == PLUGIN_EXEC_SPMD ? (kargs->Tripcount - 1) / threads + 1
                                                        : kargs->Tripcount;
         }
-        teams = min_u32(min_u32(trip_teams, limits->default_teams), limits->max_teams);
+        teams = min_u32(min_u32(trip_teams, limits->default_teams), max_teams);
     }
     if (teams == 0) {
         teams = 1;
@@ -423,8 +451,8 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
         args[i] = (void *)((uintptr_t)tgt_args[i] + (uintptr_t)tgt_offsets[i]);
     }
     memset(&launch, 0, sizeof(launch));
-    plugin_launch_geometry(&dev->limits, kernel->max_threads, kernel->exec_mode, kargs,
-                           &launch.num_teams, &launch.num_threads);
+    plugin_launch_geometry(&dev->limits, &dev->plugin->state->launch_env, kernel->max_threads,
+                           kernel->exec_mode, kargs, &launch.num_teams, &launch.num_threads);
     launch.dyn_shared_mem = kargs->Version >= 2 ? kargs->DynCGroupMem : 0;
     if (dev->plugin->state->env_shared_mem > launch.dyn_shared_mem) {
         launch.dyn_shared_mem = dev->plugin->state->env_shared_mem;
