@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plugin_image.h"
 
@@ -107,6 +108,44 @@ bool plugin_image_valid(struct plugin *plugin, const struct tgt_device_image *im
 }
 
 /* ---- loading ---------------------------------------------------------------------------- */
+
+/* An environment variable set to what LLVM's plugins read as true (true, yes, on, 1). */
+static bool env_true(const char *name)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    const char *v = getenv(name);
+
+    for (size_t i = 0; v != NULL && i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcasecmp(v, yes[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* LLVM 16's plugins record kernels (LIBOMPTARGET_RECORD: image, arguments and device memory into
+ * files) and replay them (LIBOMPTARGET_REPLAY); tether does neither.  Said once per plugin, at
+ * the first image load, when either is asked for. */
+static void record_replay_warn(struct plugin *plugin)
+{
+    static atomic_bool said;
+    bool record = env_true("LIBOMPTARGET_RECORD");
+    bool replay = env_true("LIBOMPTARGET_REPLAY");
+
+    if ((!record && !replay) || atomic_exchange(&said, true)) {
+        return;
+    }
+    if (record) {
+        plugin_log(plugin, NULL, PLUGIN_LOG_WARN,
+                   "LIBOMPTARGET_RECORD is set, but tether's plugins do not record kernels: no "
+                   "record files are written and the program runs as usual (LLVM 16's own "
+                   "plugins record)");
+    } else {
+        plugin_log(plugin, NULL, PLUGIN_LOG_WARN,
+                   "LIBOMPTARGET_REPLAY is set, but tether's plugins do not replay recorded "
+                   "kernels: the program runs as usual (LLVM 16's own plugins replay)");
+    }
+}
 
 void plugin_loaded_release(struct plugin_device *dev, struct plugin_loaded *loaded)
 {
@@ -252,6 +291,7 @@ tether_status_t plugin_image_load(struct plugin_device *dev, const struct tgt_de
     tether_status_t rc;
     bool known;
 
+    record_replay_warn(plugin);
     rc = image_view(plugin, img, &image, err);
     if (rc != TETHER_OK) {
         return rc;
