@@ -246,10 +246,12 @@ EOF
 
 # ---- checking which plugin served each run --------------------------------------------------
 
-# plugin_check OBJ TEST SIDE PLUGIN_DIR PLUGIN: "ok <images>", "none", or what went wrong.
-# Each process that loaded libomptarget must have loaded libomptarget.rtl.<PLUGIN>[.nextgen].so
-# from PLUGIN_DIR and no libomptarget.rtl.* from anywhere else.  <images>: device images the
-# x86_64 plugin dlopen()ed (a file it wrote or a memfd).
+# plugin_check OBJ TEST SIDE PLUGIN_DIR PLUGIN: "ok <images>" (the plugin served the test),
+# "nodevice" (it loaded but offered no device: libomptarget then tries the classic plugin's name,
+# and runs target regions on the host), "none" (no run), or what went wrong.  Each process that
+# loaded libomptarget must have loaded libomptarget.rtl.<PLUGIN>[.nextgen].so from PLUGIN_DIR
+# and no libomptarget.rtl.* from anywhere else.  <images>: device images the x86_64 plugin
+# dlopen()ed (a file it wrote or a memfd).
 plugin_check() {
   local obj=$1 test=$2 side=$3 dir=$4 plugin=$5
   local base=$obj/$(dirname "$test")/Output/$(basename "$test").tmp.ld-$side
@@ -261,8 +263,9 @@ plugin_check() {
         procs++
         if (foreign != "" && bad == "") bad = "foreign plugin " foreign
         else if (!ours && bad == "") bad = "no " plugin " plugin from " dir
+        else if (ours && !rejected) served++
       }
-      omp = 0; ours = 0; foreign = ""
+      omp = 0; ours = 0; rejected = 0; foreign = ""
     }
     FNR == 1 && NR > 1 { flush() }
     /calling init: .*\/libomptarget\.so/ { omp = 1 }
@@ -271,6 +274,7 @@ plugin_check() {
       if (d != dir) foreign = path
       else if (name ~ "^libomptarget\\.rtl\\." plugin "(\\.nextgen)?\\.so") ours = 1
     }
+    ours && index($0, "file=libomptarget.rtl." plugin ".so ") { rejected = 1 }
     /dynamically loaded by .*(libomptarget\.rtl\.|libLLVM)/ {
       f = $0; sub(/.*file=/, "", f); sub(/ .*/, "", f); n = f; sub(/.*\//, "", n)
       if (f ~ /^\// && n !~ /^lib.*\.so(\.[0-9]+)*$/) images++
@@ -279,6 +283,7 @@ plugin_check() {
       flush()
       if (procs == 0) print "none"
       else if (bad != "") print bad
+      else if (served == 0) print "nodevice"
       else print "ok " images + 0
     }' "${files[@]}"
 }
@@ -310,20 +315,38 @@ summarize() {
     ran=$((ran + 1))
     c_l=$(plugin_check "$obj" "$test" llvm "$dir_llvm" "$plugin")
     c_t=$(plugin_check "$obj" "$test" tether "$dir_tether" "$plugin")
-    # tether must have loaded a device image wherever LLVM's plugin did (no host fallback).
-    if [ "$plugin" = x86_64 ] && [[ "$c_l" == ok\ [1-9]* && "$c_t" == "ok 0" ]]; then
-      c_t="no device image loaded (LLVM's plugin loaded ${c_l#ok })"
-    fi
     v_l=$code_l
     v_t=${code_t:-MISSING}
+    local note="" block_t=""
+    # No device under both plugins is the test's own doing (CUDA_VISIBLE_DEVICES= ...).  Where
+    # only LLVM's plugin offered a device, tether's run fell back to the host: not a pass.  LLVM's
+    # plugin without a device where tether's had one is a set-up error (below).  On x86_64,
+    # tether's plugin must also have loaded a device image wherever LLVM's did.
+    if [ "$c_l" = nodevice ] && [ "$c_t" = nodevice ]; then
+      c_l="ok -" c_t="ok -"
+    elif [ "$c_t" = nodevice ] && [[ "$c_l" == ok* ]]; then
+      c_t="ok -" block_t="no device"
+      note+="  [tether: its plugin offered no device, LLVM's did]"
+    elif [ "$c_l" = nodevice ]; then
+      c_l="its plugin offered no device"
+    fi
+    if [ "$plugin" = x86_64 ] && [[ "$c_l" == ok\ [1-9]* && "$c_t" == "ok 0" ]]; then
+      block_t="no image"
+      note+="  [tether: no device image loaded, LLVM's plugin loaded ${c_l#ok }]"
+    fi
+    if [ -n "$block_t" ] && [[ "$v_t" == PASS || "$v_t" == XFAIL ]]; then
+      v_t=$block_t
+    fi
     # A pass whose plugin check failed is not a pass; a check failure on any run is a set-up
     # error (the run did not test the plugin it names).
     if [[ "$c_l" != ok* && "$c_l" != none ]]; then
       setup=1
+      note+="  [LLVM 16: $c_l]"
       [[ "$v_l" != PASS && "$v_l" != XFAIL ]] || v_l="plugin?"
     fi
     if [[ "$c_t" != ok* && "$c_t" != none ]]; then
       setup=1
+      note+="  [tether: $c_t]"
       [[ "$v_t" != PASS && "$v_t" != XFAIL ]] || v_t="plugin?"
     fi
     local ok_l=0 ok_t=0
@@ -331,9 +354,6 @@ summarize() {
     [[ "$v_t" != PASS && "$v_t" != XFAIL ]] || ok_t=1
     pass_l=$((pass_l + ok_l))
     pass_t=$((pass_t + ok_t))
-    local note=""
-    [[ "$c_l" == ok* || "$c_l" == none ]] || note+="  [LLVM 16: $c_l]"
-    [[ "$c_t" == ok* || "$c_t" == none ]] || note+="  [tether: $c_t]"
     if [ $ok_l = 1 ] && [ $ok_t = 0 ]; then
       only_l=$((only_l + 1))
       only_llvm+=("$test")
@@ -489,7 +509,9 @@ run_exported() {
   dl=$(cd "$dl" && pwd)
   dt=$(cd "$dt" && pwd)
   local extra="" d
-  for d in "$@"; do extra+=:$(cd "$d" && pwd); done
+  for d in "$@"; do
+    [ -z "$d" ] || extra+=:$(cd "$d" && pwd)
+  done
   [ -f "$dir/manifest" ] || die "$dir is not an exported suite (no manifest)"
   local triple plugin
   triple=$(sed -n 's/^triple=//p' "$dir/manifest")
@@ -530,7 +552,7 @@ run_exported() {
         [ $rc -eq 0 ] || code=FAIL
       fi
       echo "$test $code" >>"$dir/results-$side.txt"
-      printf '%s: %s\n' "$code" "$test"
+      printf '[%s] %s %s\n' "$side" "$code" "$test"
     done <"$dir/tests.txt"
   done
   summarize "$dir" "$triple" "$plugin" "$dl" "$dt" "" "$dir/logs/tether"
