@@ -17,9 +17,10 @@
 #
 # Every run of a test binary is checked for the plugin that served it: the dynamic loader's own
 # record (LD_DEBUG=files, written to a file, so the test's output is untouched) must show the
-# target's plugin loaded from the folder under test and no offload plugin from anywhere else; on
-# x86_64 the plugin must also have loaded the device image when LLVM's did.  A test that passes
-# without that counts as failed ("plugin?").
+# target's plugin loaded from the folder under test, offering a device, and no offload plugin
+# from anywhere else; on x86_64 the plugin must also have loaded the device image when LLVM's
+# did.  A test that passes without that does not count as a pass ("plugin?", "no device",
+# "no image").
 #
 # Exit status: 0 when every test that passes under LLVM 16's plugin passes under tether's and
 # every plugin check holds; 1 otherwise; 2 for usage or set-up errors (no network for the first
@@ -57,7 +58,9 @@ die() {
 #   TETHER_SUITE_CC     build: compile and keep the result; replay: give back the kept result
 #   TETHER_SUITE_SIDE   none (build only: running and checking are no-ops), llvm or tether
 #   TETHER_SUITE_LIBS   LD_LIBRARY_PATH for the test binaries of this side
-#   TETHER_SUITE_TOOLS  folder holding FileCheck and not
+#   TETHER_SUITE_LIMIT  seconds a test binary may run
+#   TETHER_SUITE_TOOLS  folder holding FileCheck, not and llvm-ar
+#   TETHER_SUITE_TOOL_LIBS  LD_LIBRARY_PATH for those tools (the GPU bundle's libLLVM)
 
 # cc COMPILER ARGS...: a compile, done once.  The result (the -o file, stdout, stderr, exit
 # status) is kept under Output/.cc/<hash of the command line>; the second side and the GPU
