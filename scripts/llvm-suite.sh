@@ -127,7 +127,7 @@ esac
 
 # ---- fetching the suite ---------------------------------------------------------------------
 
-cache=${TETHER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}/llvm-suite-$version
+cache=${TETHER_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tether}/llvm-suite-$version
 
 # fetch: ensure $cache/test holds openmp/libomptarget/test of llvm-toolchain-16's orig tarball.
 # apt runs with a private configuration (its own sources list with one deb-src line, its own
