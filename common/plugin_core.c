@@ -421,6 +421,7 @@ tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plug
     state->debug = env_debug();
     state->env_shared_mem =
         (uint32_t)plugin_env_int("LIBOMPTARGET_SHARED_MEMORY_SIZE", 0, 0, UINT32_MAX);
+    plugin_launch_env_read(&state->launch_env);
     atomic_init(&state->global_offset, -1);
     if (pthread_mutex_init(&state->seen_lock, NULL) != 0) {
         rc = plugin_error_set(err, TETHER_ERR_INTERNAL, "pthread_mutex_init failed");
@@ -536,12 +537,9 @@ void plugin_set_requires(struct plugin *plugin, int64_t flags)
     plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "requires flags 0x%" PRIx64, (uint64_t)flags);
 }
 
-/* OMP_REQ_UNIFIED_SHARED_MEMORY of libomptarget 16's requires flags. */
-#define PLUGIN_REQ_USM 0x008
-
 bool plugin_usm_unreachable(const struct plugin_device *dev)
 {
-    return (dev->plugin->state->requires_flags & PLUGIN_REQ_USM) != 0 &&
+    return (dev->plugin->state->requires_flags & TGT_REQ_UNIFIED_SHARED_MEMORY) != 0 &&
            dev->limits.host_access == PLUGIN_HOST_ACCESS_PINNED;
 }
 
@@ -677,6 +675,16 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     plugin_log(plugin, dev, PLUGIN_LOG_INFO,
                "initialised %s (warp %u, max threads %u, max teams %u)", state->name,
                limits.warp_size, limits.max_threads, limits.max_teams);
+    {
+        const struct plugin_launch_env *env = &plugin->state->launch_env;
+
+        if (env->teams_thread_limit != 0 || env->team_limit != 0 || env->num_teams != 0) {
+            plugin_log(plugin, dev, PLUGIN_LOG_INFO,
+                       "launches follow OMP_TEAMS_THREAD_LIMIT=%u OMP_TEAM_LIMIT=%u "
+                       "OMP_NUM_TEAMS=%u (0: not set)",
+                       env->teams_thread_limit, env->team_limit, env->num_teams);
+        }
+    }
     *dev_p = dev;
     return TETHER_OK;
 

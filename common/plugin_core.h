@@ -121,9 +121,25 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
                                      const ptrdiff_t *tgt_offsets,
                                      const struct tgt_kernel_args *kargs,
                                      struct tgt_async_info *async, struct tether_error *err);
-/* Compute launch geometry from kernel args and limits (LLVM 16 nextgen rules); exposed for
- * tests. */
-void plugin_launch_geometry(const struct plugin_device_limits *limits, uint32_t kernel_max_threads,
+/* Launch limits from the environment, read once per plugin; 0 means not set.  The meaning LLVM
+ * 16's CUDA and AMDGPU plugins give them (docs/plugin-interface.md, "Launch"):
+ *   teams_thread_limit  OMP_TEAMS_THREAD_LIMIT: most threads per team, thread_limit clauses too
+ *   team_limit          OMP_TEAM_LIMIT: most teams per launch, num_teams clauses too
+ *   num_teams           OMP_NUM_TEAMS: teams of a region without num_teams (no trip-count sizing)
+ */
+struct plugin_launch_env {
+    uint32_t teams_thread_limit;
+    uint32_t team_limit;
+    uint32_t num_teams;
+};
+
+/* Read the three variables (unset, unparseable or <= 0: 0; above UINT32_MAX: UINT32_MAX). */
+void plugin_launch_env_read(struct plugin_launch_env *env);
+
+/* Compute launch geometry from kernel args, device limits and the environment's limits (env may
+ * be NULL: none); LLVM 16's rules; exposed for tests. */
+void plugin_launch_geometry(const struct plugin_device_limits *limits,
+                            const struct plugin_launch_env *env, uint32_t kernel_max_threads,
                             uint8_t exec_mode, const struct tgt_kernel_args *kargs,
                             uint32_t *teams_p, uint32_t *threads_p);
 

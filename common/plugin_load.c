@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plugin_image.h"
 #include "plugin_jit.h"
@@ -135,6 +136,31 @@ bool plugin_image_valid(struct plugin *plugin, const struct tgt_device_image *im
 
 /* ---- loading ---------------------------------------------------------------------------- */
 
+/* An environment variable set to what LLVM's plugins read as true (true, yes, on, 1). */
+/* LLVM 16's plugins record kernels (LIBOMPTARGET_RECORD: image, arguments and device memory into
+ * files) and replay them (LIBOMPTARGET_REPLAY); tether does neither.  Said once per plugin, at
+ * the first image load, when either is asked for. */
+static void record_replay_warn(struct plugin *plugin)
+{
+    static atomic_bool said;
+    bool record = plugin_env_bool("LIBOMPTARGET_RECORD", false);
+    bool replay = plugin_env_bool("LIBOMPTARGET_REPLAY", false);
+
+    if ((!record && !replay) || atomic_exchange(&said, true)) {
+        return;
+    }
+    if (record) {
+        plugin_log(plugin, NULL, PLUGIN_LOG_WARN,
+                   "LIBOMPTARGET_RECORD is set, but tether's plugins do not record kernels: no "
+                   "record files are written and the program runs as usual (LLVM 16's own "
+                   "plugins record)");
+    } else {
+        plugin_log(plugin, NULL, PLUGIN_LOG_WARN,
+                   "LIBOMPTARGET_REPLAY is set, but tether's plugins do not replay recorded "
+                   "kernels: the program runs as usual (LLVM 16's own plugins replay)");
+    }
+}
+
 void plugin_loaded_release(struct plugin_device *dev, struct plugin_loaded *loaded)
 {
     const struct plugin_ops *ops = dev->plugin->ops;
@@ -246,6 +272,22 @@ static tether_status_t resolve_entry(struct plugin_device *dev, const struct plu
                                 "global %s has %zu bytes on the device, %zu on the host",
                                 host->name, size, host->size);
     }
+    /* Under unified shared memory libomptarget maps no global: the device copy takes the host
+     * bytes once, at load.  That is what makes clang's <name>_decl_tgt_ref_ptr globals (every
+     * declare target variable under USM, `link` ones always) hold the host variable's address. */
+    if (dev->plugin->state->requires_flags & TGT_REQ_UNIFIED_SHARED_MEMORY) {
+        if (host->addr == NULL) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "global %s has no host address",
+                                    host->name);
+        }
+        rc = ops->memcpy_h2d(dev, addr, host->addr, host->size, NULL, NULL, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+        plugin_log(dev->plugin, dev, PLUGIN_LOG_DEBUG,
+                   "unified shared memory: global %s (%zu bytes) at %p takes the host's bytes",
+                   host->name, (size_t)host->size, addr);
+    }
     out->addr = addr;
     return TETHER_OK;
 }
@@ -263,6 +305,7 @@ tether_status_t plugin_image_load(struct plugin_device *dev, const struct tgt_de
     tether_status_t rc;
     bool known;
 
+    record_replay_warn(plugin);
     rc = image_view(plugin, img, &image, err);
     if (rc != TETHER_OK) {
         return rc;
@@ -345,15 +388,39 @@ static uint32_t min_u32(uint64_t a, uint64_t b)
     return m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
 }
 
-void plugin_launch_geometry(const struct plugin_device_limits *limits, uint32_t kernel_max_threads,
+static uint32_t env_limit(const char *name)
+{
+    return (uint32_t)plugin_env_int(name, 0, 0, UINT32_MAX);
+}
+
+void plugin_launch_env_read(struct plugin_launch_env *env)
+{
+    env->teams_thread_limit = env_limit("OMP_TEAMS_THREAD_LIMIT");
+    env->team_limit = env_limit("OMP_TEAM_LIMIT");
+    env->num_teams = env_limit("OMP_NUM_TEAMS");
+}
+
+void plugin_launch_geometry(const struct plugin_device_limits *limits,
+                            const struct plugin_launch_env *env, uint32_t kernel_max_threads,
                             uint8_t exec_mode, const struct tgt_kernel_args *kargs,
                             uint32_t *teams_p, uint32_t *threads_p)
 {
+    static const struct plugin_launch_env none;
     uint64_t max_threads = limits->max_threads;
+    uint64_t max_teams = limits->max_teams;
     uint64_t threads, teams;
 
+    if (env == NULL) {
+        env = &none;
+    }
     if (kernel_max_threads != 0 && kernel_max_threads < max_threads) {
         max_threads = kernel_max_threads;
+    }
+    if (env->teams_thread_limit != 0 && env->teams_thread_limit < max_threads) {
+        max_threads = env->teams_thread_limit;
+    }
+    if (env->team_limit != 0 && env->team_limit < max_teams) {
+        max_teams = env->team_limit;
     }
     if (kargs->ThreadLimit[0] > 0) {
         threads = kargs->ThreadLimit[0];
@@ -368,7 +435,9 @@ void plugin_launch_geometry(const struct plugin_device_limits *limits, uint32_t 
         threads = 1;
     }
     if (kargs->NumTeams[0] > 0) {
-        teams = min_u32(kargs->NumTeams[0], limits->max_teams);
+        teams = min_u32(kargs->NumTeams[0], max_teams);
+    } else if (env->num_teams != 0) {
+        teams = min_u32(env->num_teams, max_teams);
     } else {
         uint64_t trip_teams = UINT64_MAX;
 
@@ -376,7 +445,7 @@ void plugin_launch_geometry(const struct plugin_device_limits *limits, uint32_t 
             trip_teams = exec_mode == PLUGIN_EXEC_SPMD ? (kargs->Tripcount - 1) / threads + 1
                                                        : kargs->Tripcount;
         }
-        teams = min_u32(min_u32(trip_teams, limits->default_teams), limits->max_teams);
+        teams = min_u32(min_u32(trip_teams, limits->default_teams), max_teams);
     }
     if (teams == 0) {
         teams = 1;
@@ -442,8 +511,8 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
         args[i] = (void *)((uintptr_t)tgt_args[i] + (uintptr_t)tgt_offsets[i]);
     }
     memset(&launch, 0, sizeof(launch));
-    plugin_launch_geometry(&dev->limits, kernel->max_threads, kernel->exec_mode, kargs,
-                           &launch.num_teams, &launch.num_threads);
+    plugin_launch_geometry(&dev->limits, &dev->plugin->state->launch_env, kernel->max_threads,
+                           kernel->exec_mode, kargs, &launch.num_teams, &launch.num_threads);
     launch.dyn_shared_mem = kargs->Version >= 2 ? kargs->DynCGroupMem : 0;
     if (dev->plugin->state->env_shared_mem > launch.dyn_shared_mem) {
         launch.dyn_shared_mem = dev->plugin->state->env_shared_mem;

@@ -82,6 +82,8 @@ struct plugin_state {
     atomic_uint info_flags;
     bool debug;
     int64_t requires_flags;
+    /* OMP_TEAMS_THREAD_LIMIT, OMP_TEAM_LIMIT, OMP_NUM_TEAMS, read once */
+    struct plugin_launch_env launch_env;
     uint32_t env_shared_mem;  /* LIBOMPTARGET_SHARED_MEMORY_SIZE, read once */
     atomic_int global_offset; /* -1: not known yet */
     void *probe_target;       /* the process-wide probe address, NULL: probing off */

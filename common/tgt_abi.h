@@ -31,6 +31,9 @@ struct tgt_offload_entry {
 #define TGT_ENTRY_CTOR 0x02
 #define TGT_ENTRY_DTOR 0x04
 
+/* OMP_REQ_* flags of `#pragma omp requires` (__tgt_rtl_init_requires). */
+#define TGT_REQ_UNIFIED_SHARED_MEMORY 0x008
+
 /* __tgt_device_image: 32 bytes.  Entries point into the host table (same for every image). */
 struct tgt_device_image {
     void *ImageStart;

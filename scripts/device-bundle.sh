@@ -14,6 +14,9 @@
 #   bin/multi/       the two-GPU acceptance test (test/cuda/multi/multi_gpu.c, sm_90, linked with
 #                    $TETHER_BUILD/rpc/device/libtether-device.a), when that library is built
 #   bin/conformance/ the conformance suite (test/conformance) for sm_90
+#   llvm-suite/      LLVM 16.0.6's own offload test suite (openmp/libomptarget/test) built for
+#                    sm_90, with its scripts, FileCheck, not and llvm-ar: run there by
+#                    scripts/llvm-suite.sh run-exported (bundled too), no clang, lit or python
 #
 # The CUDA native programs (test/cuda/native/*.cu) are NOT built here: scripts/device-run.sh
 # builds them with nvcc on the GPU machine.  Environment:
@@ -137,6 +140,15 @@ if [ -f "$conf" ]; then
 else
   say "no scripts/build-conformance.sh: no conformance programs in the bundle"
 fi
+
+# 5b. LLVM 16's own offload test suite for sm_90 (scripts/llvm-suite.sh: downloaded once per
+# machine, built here, run there through LLVM 16's plugin and tether's side by side).
+CUDA_PATH=$cuda NVPTX_ARCH=sm_90 bash "$root/scripts/llvm-suite.sh" export nvptx64 "$out/llvm-suite" ||
+  die "building LLVM's offload test suite for sm_90 failed (log: $out/llvm-suite/lit-build.log)"
+mkdir -p "$stage/llvm-suite"
+(cd "$out/llvm-suite" && tar -cf - --exclude=lit-build.log --exclude=lit-build.json --exclude=logs \
+  --exclude='results-*.txt' .) | tar -xf - -C "$stage/llvm-suite"
+say "LLVM offload test suite: $(grep -c ' run$' "$stage/llvm-suite/tests.txt") tests for sm_90"
 
 # 6. Pack.
 say "packing (xz) ..."

@@ -10,6 +10,10 @@
 #   llvm16       OpenMP programs through LLVM 16's CUDA plugin  -> $OUT/llvm16.txt
 #   tether       OpenMP programs through tether's CUDA plugin   -> $OUT/tether.txt
 #   conformance  the conformance suite through tether's plugin  -> $OUT/conformance.txt
+#   llvm-suite   LLVM 16's own offload test suite (openmp/libomptarget/test, sm_90) through
+#                LLVM 16's plugin and tether's, pass/fail side by side -> $OUT/llvm-suite.txt;
+#                FAIL when a test passes under LLVM's plugin only or a run did not use the
+#                plugin it names
 #   multi        the two-GPU acceptance test (issue 6) through tether's plugin -> $OUT/multi.txt;
 #                SKIP (not PASS) with fewer than two GPUs, FAIL when it skips although
 #                nvidia-smi lists two or more
@@ -26,7 +30,7 @@ set -uo pipefail
 bundle=${1:?usage: device-run.sh BUNDLE [STEP...]}
 shift
 asked=$*
-steps=${*:-hello jit native llvm16 tether conformance multi}
+steps=${*:-hello jit native llvm16 tether conformance llvm-suite multi}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/device-out}
 work=${TETHER_DEVICE_WORK:-/tmp/tether-device}
@@ -230,6 +234,28 @@ if want conformance; then
     cat "$out/conformance.txt"
   else
     say "conformance: no tether plugin or no conformance programs in the bundle, skipped"
+  fi
+fi
+
+# 6a. LLVM 16's own offload test suite, each test with LLVM 16's plugin then tether's (every run
+# checked for the plugin that served it: scripts/llvm-suite.sh, docs/conformance.md).
+if want llvm-suite; then
+  if [ $have_tether = 1 ] && [ -f "$work/llvm-suite/manifest" ]; then
+    say "llvm-suite: LLVM 16's offload test suite, LLVM 16's plugin and tether's"
+    extra=()
+    IFS=: read -r -a extra <<<"${TETHER_DEVICE_EXTRA_LIBS:-}"
+    TETHER_SUITE_LIMIT=$limit bash "$work/llvm-suite/llvm-suite.sh" run-exported "$work/llvm-suite" \
+      "$work/plugins-llvm" "$work/plugins-tether" "$work/lib" ${extra[@]+"${extra[@]}"} \
+      >"$work/llvm-suite.log" 2>&1
+    rc=$?
+    sed -n '/^LLVM 16.0.6 offload test suite/,$p' "$work/llvm-suite.log" >"$out/llvm-suite.txt"
+    grep -v '^\[\(llvm\|tether\)\] ' "$work/llvm-suite.log" | tail -40
+    [ $rc -eq 0 ] || fail "llvm-suite (exit $rc; $out/llvm-suite.txt)"
+    # Each test's output under each plugin, for reading afterwards.
+    (cd "$work/llvm-suite" && tar -czf "$out/llvm-suite-logs.tar.gz" logs) || true
+  else
+    say "llvm-suite: no tether plugin or no llvm-suite/ in the bundle, skipped"
+    skipped+=(llvm-suite)
   fi
 fi
 

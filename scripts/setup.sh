@@ -3,7 +3,7 @@
 # Runs as root, through sudo, or prints the exact command a person must run.
 set -euo pipefail
 
-PKGS=(clang-16 clang-tools-16 lld-16 llvm-16 libomp-16-dev libclang-rt-16-dev
+PKGS=(clang-16 clang-tools-16 lld-16 llvm-16 llvm-16-tools libomp-16-dev libclang-rt-16-dev
       libhwloc-dev libffi-dev libhsa-runtime-dev cmake spin pkg-config make)
 
 missing=()

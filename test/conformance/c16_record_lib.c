@@ -1,0 +1,9 @@
+/* c16: a second device image (a shared library), so a message said per image would show twice. */
+int c16_lib_twice(int x)
+{
+    int r = 0;
+
+#pragma omp target map(from : r)
+    r = 2 * x;
+    return r;
+}
