@@ -4,7 +4,7 @@
  *
  *   OMPI_CC=clang-16 mpicc -O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda \
  *     -Xopenmp-target=nvptx64-nvidia-cuda -march=sm_90 -Wno-unknown-cuda-version \
- *     $(pkg-config --cflags tether) mpi_halo.c $(pkg-config --libs tether) -o mpi_halo
+ *     $(pkg-config --cflags tether) mpi_halo.c $(pkg-config --libs tether) -lm -o mpi_halo
  *   mpirun -np 4 <prefix>/bin/tether-run ./mpi_halo host
  *
  * (for the CPU as the device: -fopenmp-targets=x86_64-pc-linux-gnu, no -Xopenmp-target/-march.)
