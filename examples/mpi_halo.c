@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The stencil: new[i] = (old[i-1] + 2 old[i] + old[i+1]) / 4.  Cells outside the global grid
  * are 0 (a cold boundary). */
@@ -271,11 +272,12 @@ int main(int argc, char **argv)
     long bad = check_slice(&u[1], first, n, total, steps), all_bad = 0;
     MPI_Allreduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
 
-    printf("mpi_halo: rank %d: device %d of %d (node rank %d), %s halos, %ld wrong cells, "
-           "MPI_Init done at %.3f s, device ready at %.3f s, %.2f us/step, wall %.3f s, "
-           "cpu %.3f s (steps: cpu %.3f s of %.3f s)\n",
-           rank, dev, omp_get_num_devices(), local_rank, mode, bad, t_mpi - t_start,
-           t_init - t_start, 1e6 * t_loop / steps, t_end - t_start, cpu_total, cpu_loop, t_loop);
+    printf(
+        "mpi_halo: rank %d (pid %ld): device %d of %d (node rank %d), %s halos, %ld wrong cells, "
+        "MPI_Init done at %.3f s, device ready at %.3f s, %.2f us/step, wall %.3f s, "
+        "cpu %.3f s (steps: cpu %.3f s of %.3f s)\n",
+        rank, (long)getpid(), dev, omp_get_num_devices(), local_rank, mode, bad, t_mpi - t_start,
+        t_init - t_start, 1e6 * t_loop / steps, t_end - t_start, cpu_total, cpu_loop, t_loop);
     if (rank == 0)
         printf("mpi_halo: %s (%d ranks, %s halos, %ld cells per rank, %d steps, %ld wrong "
                "cells)\n",

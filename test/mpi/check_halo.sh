@@ -23,7 +23,7 @@ grep -q "^mpi_halo: PASS ($np ranks," "$out" || fail "no 'mpi_halo: PASS ($np ra
 
 # Every line that mentions mpi_halo must be whole: a device line, a rank's summary, or the result.
 device_re='^mpi_halo: rank [0-9]+ step [0-9]+ device -?[0-9]+: cell [0-9]+ = [0-9.e+-]+$'
-summary_re='^mpi_halo: rank [0-9]+: device -?[0-9]+ of [0-9]+ \(node rank [0-9]+\), (host|device) halos, [0-9]+ wrong cells, .*\)$'
+summary_re='^mpi_halo: rank [0-9]+ \(pid [0-9]+\): device -?[0-9]+ of [0-9]+ \(node rank [0-9]+\), (host|device) halos, [0-9]+ wrong cells, .*\)$'
 result_re='^mpi_halo: (PASS|FAIL) \([0-9]+ ranks, .*\)$'
 bad=$(grep -a 'mpi_halo' "$out" | grep -Ev "$device_re|$summary_re|$result_re" | head -3)
 [ -z "$bad" ] || fail "garbled or unexpected lines: $bad"
@@ -41,7 +41,7 @@ fi
 lines=$(grep -caE "$device_re" "$out")
 
 for ((r = 0; r < np; r++)); do
-  n=$(grep -caE "^mpi_halo: rank $r: .*, 0 wrong cells, " "$out")
+  n=$(grep -caE "^mpi_halo: rank $r \(pid [0-9]+\): .*, 0 wrong cells, " "$out")
   [ "$n" -eq 1 ] || fail "rank $r: $n summary lines with 0 wrong cells, want 1"
 done
 
