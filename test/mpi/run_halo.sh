@@ -34,7 +34,7 @@ export LIBOMPTARGET_INFO=16 OMP_TARGET_OFFLOAD=MANDATORY
 timeout -k 10 240 mpirun -np "$np" -x LD_LIBRARY_PATH -x LIBOMPTARGET_INFO -x OMP_TARGET_OFFLOAD \
   "$prog" "$mode" "$cells" "$steps" "$every" >"$work/out.txt" 2>"$work/err.txt"
 rc=$?
-grep -a '^mpi_halo: \(PASS\|FAIL\)\|^mpi_halo: rank [0-9]*:' "$work/out.txt"
+grep -a '^mpi_halo: \(PASS\|FAIL\)\|^mpi_halo: rank [0-9]* (pid' "$work/out.txt"
 bash "$here/check_halo.sh" "$rc" "$np" "$steps" "$every" "$work/out.txt" "$work/err.txt" \
   tether:x86_64
 verdict=$?
