@@ -17,6 +17,9 @@
 #   llvm-suite/      LLVM 16.0.6's own offload test suite (openmp/libomptarget/test) built for
 #                    sm_90, with its scripts, FileCheck, not and llvm-ar: run there by
 #                    scripts/llvm-suite.sh run-exported (bundled too), no clang, lit or python
+#   mpi/, bin/mpi/   Debian 12's Open MPI runtime, relocatable (. mpi/env.sh), and
+#                    examples/mpi_halo.c for sm_90 with and without -ltether-device
+#                    (scripts/device-bundle-mpi.sh; checked here after packing)
 #
 # The CUDA native programs (test/cuda/native/*.cu) are NOT built here: scripts/device-run.sh
 # builds them with nvcc on the GPU machine.  Environment:
@@ -150,6 +153,14 @@ mkdir -p "$stage/llvm-suite"
   --exclude='results-*.txt' .) | tar -xf - -C "$stage/llvm-suite"
 say "LLVM offload test suite: $(grep -c ' run$' "$stage/llvm-suite/tests.txt") tests for sm_90"
 
+# 5b. MPI (scripts/device-bundle-mpi.sh): Open MPI's runtime and mpi_halo, when the RPC device
+# library is built.
+if [ -f "$devlib" ]; then
+  bash "$root/scripts/device-bundle-mpi.sh" "$stage" "$debs" "$build" "$cuda"
+else
+  say "no $devlib: no MPI example in the bundle"
+fi
+
 # 6. Pack.
 say "packing (xz) ..."
 tar -C "$stage" -cf - . | xz -T2 -6 >"$out/tether-device.tar.xz.tmp"
@@ -157,3 +168,9 @@ mv "$out/tether-device.tar.xz.tmp" "$out/tether-device.tar.xz"
 size=$(stat -c %s "$out/tether-device.tar.xz")
 say "$out/tether-device.tar.xz: $((size / 1048576)) MiB"
 [ "$size" -lt $((56 * 1048576)) ] || die "bundle is over 56 MiB: it would not travel with the tree"
+
+# 6b. The bundled Open MPI, unpacked elsewhere, runs mpi_halo with nothing from the system's.
+if [ -d "$stage/mpi" ]; then
+  bash "$root/scripts/device-bundle-mpi.sh" --check "$out/tether-device.tar.xz" ||
+    die "the bundled Open MPI does not run relocated"
+fi

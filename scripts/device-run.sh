@@ -17,6 +17,9 @@
 #   multi        the two-GPU acceptance test (issue 6) through tether's plugin -> $OUT/multi.txt;
 #                SKIP (not PASS) with fewer than two GPUs, FAIL when it skips although
 #                nvidia-smi lists two or more
+#   mpi          CUDA interop checks, and examples/mpi_halo.c under the bundled Open MPI: 2 and 4
+#                ranks on 2 GPUs through tether's plugin and LLVM 16's (scripts/device-run-mpi.sh)
+#                -> $OUT/mpi.txt; SKIP (not PASS) of the two-GPU layout with fewer than two GPUs
 # then prints the figures side by side (scripts/device-compare.sh) -> $OUT/summary.txt.
 # Everything printed also goes to $OUT/log.txt; the GPU and driver are in $OUT/device.txt.
 # Each program runs under a time limit (TETHER_DEVICE_LIMIT seconds, default 120); a failure is
@@ -30,7 +33,7 @@ set -uo pipefail
 bundle=${1:?usage: device-run.sh BUNDLE [STEP...]}
 shift
 asked=$*
-steps=${*:-hello jit native llvm16 tether conformance llvm-suite multi}
+steps=${*:-hello jit native llvm16 tether conformance llvm-suite multi mpi}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/device-out}
 work=${TETHER_DEVICE_WORK:-/tmp/tether-device}
@@ -308,6 +311,16 @@ if want multi; then
     say "multi: no tether plugin or no bin/multi/multi_gpu in the bundle, skipped"
     skipped+=(multi)
   fi
+fi
+
+# 6c. MPI (scripts/device-run-mpi.sh): its own runs, results and verdict.
+if want mpi; then
+  bash "$root/scripts/device-run-mpi.sh" "$work" "$out"
+  case $? in
+    0) ;;
+    77) skipped+=(mpi) ;;
+    *) fail "mpi (see $out/mpi.txt)" ;;
+  esac
 fi
 
 # 7. Side by side.

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PKGS=(clang-16 clang-tools-16 lld-16 llvm-16 llvm-16-tools libomp-16-dev libclang-rt-16-dev
-      libhwloc-dev libffi-dev libhsa-runtime-dev cmake spin pkg-config make)
+      libhwloc-dev libffi-dev libhsa-runtime-dev cmake spin pkg-config make
+      openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

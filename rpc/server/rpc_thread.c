@@ -205,6 +205,25 @@ static void placement_plan(struct srv_thread *t)
     }
     char origin[64];
     snprintf(origin, sizeof origin, "local to %s", bus);
+    /* A launcher (mpirun, srun, taskset) may have bound the process to some cores, and the
+     * thread would inherit that: it keeps to them, taking the device's cores only where they
+     * overlap them.  (Where the binding cannot be read, e.g. on a synthetic topology, as before.)
+     */
+    hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+    if (bound != NULL && hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_THREAD) == 0 &&
+        !hwloc_bitmap_iszero(bound) && !hwloc_bitmap_isincluded(set, bound)) {
+        if (!hwloc_bitmap_intersects(set, bound)) {
+            snprintf(srv->where, sizeof srv->where,
+                     "thread on the process's cores (those local to %s are outside its binding)",
+                     bus);
+            hwloc_bitmap_free(set);
+            hwloc_bitmap_free(bound);
+            goto out;
+        }
+        hwloc_bitmap_and(set, set, bound);
+        snprintf(origin, sizeof origin, "local to %s, within the process's binding", bus);
+    }
+    hwloc_bitmap_free(bound);
     placement_take(t, set, origin);
 out:
     hwloc_topology_destroy(topo);

@@ -1,16 +1,27 @@
 /*
- * fake_cuda_sim.c - a libcuda.so.1 that simulates one GPU in host memory, so that tether's CUDA
- * plugin can be driven through Debian's libomptarget on a machine without a GPU
- * (test_plugin_sim.c).  Device memory is malloc'ed, copies are memcpy, streams complete work
- * at once, modules load any ELF, and kernel launches are only counted: no device code runs.
- * Registration follows the real driver's rules that the plugin relies on: registering an
- * address inside a registered range -> CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, unregistering
- * anything but a base -> CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.
+ * fake_cuda_sim.c - a libcuda.so.1 that simulates GPUs in host memory (one unless
+ * FAKE_CUDA_SIM_DEVICES says more), so that tether's CUDA plugin can be driven through Debian's
+ * libomptarget on a machine without a GPU (test_plugin_sim.c).  Device memory is malloc'ed, copies
+ * are memcpy, streams complete work at once, modules load any ELF, and kernel launches are only
+ * counted: no device code runs. Registration follows the real driver's rules that the plugin relies
+ * on: registering an address inside a registered range ->
+ * CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, unregistering anything but a base ->
+ * CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.
  *
  * Counters are exported as `fake_cuda_sim_stats` for the test to read through dlsym.  Linked with
  * fake_cuda_stubs.c (every other entry point returns CUDA_ERROR_NOT_SUPPORTED).
  *
+ * Contexts, as the real driver keeps them: each device has one primary context
+ * (cuDevicePrimaryCtxRetain/Release count its references), each thread a current context
+ * (cuCtxSetCurrent/cuCtxGetCurrent).  Allocations, streams, events and modules belong to the
+ * calling thread's current context, and fail with CUDA_ERROR_INVALID_CONTEXT without one; what
+ * each device holds is exported as `fake_cuda_sim_devices[]` (struct fake_cuda_sim_device).
+ * cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE) answers for this driver's own
+ * allocations (device and managed memory: CU_MEMORYTYPE_DEVICE, cuMemHostAlloc'd memory:
+ * CU_MEMORYTYPE_HOST) and for registered host memory (CU_MEMORYTYPE_HOST).
+ *
  * Configuration (environment):
+ *   FAKE_CUDA_SIM_DEVICES the number of simulated GPUs, 1 to SIM_MAX_DEVICES (default 1)
  *   FAKE_CUDA_SIM_PARAMS  the parameter count cuFuncGetParamInfo reports for every kernel
  *                         (unset: the entry point answers CUDA_ERROR_NOT_SUPPORTED)
  *   FAKE_CUDA_SIM_PAGEABLE  1: the GPU reaches pageable host memory (HMM); else it does not
@@ -59,10 +70,109 @@ static struct {
     char *base;
     size_t size;
 } registered[MAX_REGISTERED];
-static int ctx_active;
+
+/* ---- devices and contexts ------------------------------------------------------------------ */
+
+#define SIM_MAX_DEVICES 8
+
+/* What one simulated device holds now ("live") and has been asked for in all. */
+struct fake_cuda_sim_device {
+    int ctx_retained; /* primary context references not yet released */
+    int ctx_retains;
+    int streams_live, streams_created;
+    int events_live, events_created;
+    int allocs_live, allocs; /* device and managed memory */
+    int host_allocs_live, host_allocs;
+    int modules_loaded, launches;
+};
+
+__attribute__((
+    visibility("default"))) struct fake_cuda_sim_device fake_cuda_sim_devices[SIM_MAX_DEVICES];
+
 static struct CUctx_st {
-    int dummy;
-} sim_ctx;
+    int device;
+} sim_ctx[SIM_MAX_DEVICES];
+static _Thread_local CUcontext sim_current; /* the calling thread's current context */
+
+/* Streams and events remember their device. */
+struct CUstream_st {
+    int device;
+};
+struct CUevent_st {
+    int device;
+};
+
+static int sim_devices(void)
+{
+    const char *env = getenv("FAKE_CUDA_SIM_DEVICES");
+    int n = env != NULL ? atoi(env) : 1;
+
+    return n < 1 ? 1 : n > SIM_MAX_DEVICES ? SIM_MAX_DEVICES : n;
+}
+
+/* The device of the calling thread's current context, or -1 without one. */
+static int sim_current_device(void)
+{
+    return sim_current != NULL ? sim_current->device : -1;
+}
+
+#define DEVICE_ADD(dev, field, delta)                                                              \
+    do {                                                                                           \
+        pthread_mutex_lock(&sim_lock);                                                             \
+        fake_cuda_sim_devices[dev].field += (delta);                                               \
+        pthread_mutex_unlock(&sim_lock);                                                           \
+    } while (0)
+
+/* ---- this driver's allocations, for cuPointerGetAttribute and per-device counts ------------ */
+
+struct sim_allocation {
+    char *base;
+    size_t size;
+    unsigned int type; /* CU_MEMORYTYPE_HOST (1) or CU_MEMORYTYPE_DEVICE (2) */
+    int device;
+};
+static struct sim_allocation *sim_allocations;
+static size_t sim_allocations_len, sim_allocations_cap;
+
+static int sim_track(void *base, size_t size, unsigned int type, int device)
+{
+    int ok = 1;
+
+    pthread_mutex_lock(&sim_lock);
+    if (sim_allocations_len == sim_allocations_cap) {
+        size_t cap = sim_allocations_cap ? 2 * sim_allocations_cap : 64;
+        struct sim_allocation *a = realloc(sim_allocations, cap * sizeof(*a));
+
+        if (a == NULL) {
+            ok = 0;
+            goto out;
+        }
+        sim_allocations = a;
+        sim_allocations_cap = cap;
+    }
+    sim_allocations[sim_allocations_len++] =
+        (struct sim_allocation){.base = base, .size = size, .type = type, .device = device};
+out:
+    pthread_mutex_unlock(&sim_lock);
+    return ok;
+}
+
+/* Forget the allocation at `base`; its device, or -1 when it is not one of ours. */
+static int sim_untrack(void *base)
+{
+    int device = -1;
+
+    pthread_mutex_lock(&sim_lock);
+    for (size_t i = 0; i < sim_allocations_len; i++) {
+        if (sim_allocations[i].base == base) {
+            device = sim_allocations[i].device;
+            sim_allocations[i] = sim_allocations[--sim_allocations_len];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return device;
+}
 
 #define COUNT(field)                                                                               \
     do {                                                                                           \
@@ -99,16 +209,16 @@ CUresult cuGetErrorString(CUresult error, const char **str)
 
 CUresult cuDeviceGetCount(int *count)
 {
-    *count = 1;
+    *count = sim_devices();
     return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
-    if (ordinal != 0) {
+    if (ordinal < 0 || ordinal >= sim_devices()) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
-    *device = 0;
+    *device = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -182,8 +292,13 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
+    if (dev < 0 || dev >= sim_devices()) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
     *flags = fake_cuda_sim_stats.primary_flags;
-    *active = ctx_active;
+    pthread_mutex_lock(&sim_lock);
+    *active = fake_cuda_sim_devices[dev].ctx_retained > 0;
+    pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }
 
@@ -195,22 +310,51 @@ CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
+    if (dev < 0 || dev >= sim_devices()) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
     COUNT(ctx_retains);
-    ctx_active = 1;
-    *ctx = &sim_ctx;
+    pthread_mutex_lock(&sim_lock);
+    fake_cuda_sim_devices[dev].ctx_retained++;
+    fake_cuda_sim_devices[dev].ctx_retains++;
+    sim_ctx[dev].device = dev;
+    pthread_mutex_unlock(&sim_lock);
+    *ctx = &sim_ctx[dev];
     return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
+    CUresult res = CUDA_SUCCESS;
+
+    if (dev < 0 || dev >= sim_devices()) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
     COUNT(ctx_releases);
-    return CUDA_SUCCESS;
+    pthread_mutex_lock(&sim_lock);
+    if (fake_cuda_sim_devices[dev].ctx_retained > 0) {
+        fake_cuda_sim_devices[dev].ctx_retained--;
+    } else {
+        res = CUDA_ERROR_INVALID_CONTEXT; /* released more often than retained */
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return res;
 }
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     COUNT(ctx_set_current);
-    return ctx == &sim_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx != NULL && (ctx < &sim_ctx[0] || ctx >= &sim_ctx[sim_devices()])) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    sim_current = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *ctx)
+{
+    *ctx = sim_current;
+    return CUDA_SUCCESS;
 }
 
 /* Like the real driver, a limit it cannot grant is refused (here: above 1 GiB); cuCtxGetLimit
@@ -244,14 +388,26 @@ CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
+    int dev = sim_current_device();
+
+    if (dev < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *stream = malloc(sizeof(**stream));
+    if (*stream == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    (*stream)->device = dev;
     COUNT(streams_created);
-    *stream = malloc(16);
-    return *stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    DEVICE_ADD(dev, streams_created, 1);
+    DEVICE_ADD(dev, streams_live, 1);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuStreamDestroy_v2(CUstream stream)
 {
     COUNT(streams_destroyed);
+    DEVICE_ADD(stream->device, streams_live, -1);
     free(stream);
     return CUDA_SUCCESS;
 }
@@ -284,14 +440,26 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
 
 CUresult cuEventCreate(CUevent *event, unsigned int flags)
 {
+    int dev = sim_current_device();
+
+    if (dev < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *event = malloc(sizeof(**event));
+    if (*event == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    (*event)->device = dev;
     COUNT(events_created);
-    *event = malloc(16);
-    return *event ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    DEVICE_ADD(dev, events_created, 1);
+    DEVICE_ADD(dev, events_live, 1);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuEventDestroy_v2(CUevent event)
 {
     COUNT(events_destroyed);
+    DEVICE_ADD(event->device, events_live, -1);
     free(event);
     return CUDA_SUCCESS;
 }
@@ -321,50 +489,97 @@ static void *sim_alloc(size_t align, size_t bytes)
     return posix_memalign(&p, align, bytes != 0 ? bytes : 1) == 0 ? p : NULL;
 }
 
+/* An allocation of the current context's device, tracked (sim_track); NULL and *res_p set on
+ * failure. */
+static void *sim_alloc_tracked(size_t align, size_t bytes, unsigned int type, int *dev_p,
+                               CUresult *res_p)
+{
+    int dev = sim_current_device();
+    void *p;
+
+    if (dev < 0) {
+        *res_p = CUDA_ERROR_INVALID_CONTEXT;
+        return NULL;
+    }
+    p = sim_alloc(align, bytes);
+    if (p == NULL || !sim_track(p, bytes, type, dev)) {
+        free(p);
+        *res_p = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    *dev_p = dev;
+    return p;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 {
-    void *p = sim_alloc(256, bytes);
+    CUresult res;
+    int dev;
+    void *p = sim_alloc_tracked(256, bytes, 2 /* CU_MEMORYTYPE_DEVICE */, &dev, &res);
 
     if (p == NULL) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return res;
     }
     COUNT(allocs);
+    DEVICE_ADD(dev, allocs, 1);
+    DEVICE_ADD(dev, allocs_live, 1);
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
+    int dev = sim_untrack((void *)(uintptr_t)dptr);
+
     COUNT(frees);
+    if (dev >= 0) {
+        DEVICE_ADD(dev, allocs_live, -1);
+    }
     free((void *)(uintptr_t)dptr);
     return CUDA_SUCCESS;
 }
 
 CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags)
 {
-    *ptr = sim_alloc(4096, bytes);
+    CUresult res;
+    int dev;
+
+    *ptr = sim_alloc_tracked(4096, bytes, 1 /* CU_MEMORYTYPE_HOST */, &dev, &res);
     if (*ptr == NULL) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return res;
     }
     COUNT(host_allocs);
+    DEVICE_ADD(dev, host_allocs, 1);
+    DEVICE_ADD(dev, host_allocs_live, 1);
     return CUDA_SUCCESS;
 }
 
 CUresult cuMemFreeHost(void *ptr)
 {
+    int dev = sim_untrack(ptr);
+
     COUNT(host_frees);
+    if (dev >= 0) {
+        DEVICE_ADD(dev, host_allocs_live, -1);
+    }
     free(ptr);
     return CUDA_SUCCESS;
 }
 
+/* Managed memory answers CU_MEMORYTYPE_DEVICE, as the driver's does
+ * (CU_POINTER_ATTRIBUTE_IS_MANAGED is what tells it apart). */
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
 {
-    void *p = sim_alloc(4096, bytes);
+    CUresult res;
+    int dev;
+    void *p = sim_alloc_tracked(4096, bytes, 2 /* CU_MEMORYTYPE_DEVICE */, &dev, &res);
 
     if (p == NULL) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return res;
     }
     COUNT(managed_allocs);
+    DEVICE_ADD(dev, allocs, 1);
+    DEVICE_ADD(dev, allocs_live, 1);
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }
@@ -422,14 +637,23 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr, unsigned int
     return CUDA_SUCCESS;
 }
 
-/* The memory type of registered host memory; anything else is not the driver's (pageable), as
- * the real driver answers for malloc'ed memory. */
+/* The memory type of this driver's allocations and of registered host memory; anything else is
+ * not the driver's (pageable), as the real driver answers for malloc'ed memory. */
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attrib, CUdeviceptr ptr)
 {
     const char *p = (const char *)(uintptr_t)ptr;
     CUresult res = CUDA_ERROR_INVALID_VALUE;
 
     pthread_mutex_lock(&sim_lock);
+    for (size_t i = 0; i < sim_allocations_len; i++) {
+        const struct sim_allocation *a = &sim_allocations[i];
+
+        if (p >= a->base && p < a->base + (a->size ? a->size : 1) &&
+            attrib == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+            *(unsigned int *)data = a->type;
+            res = CUDA_SUCCESS;
+        }
+    }
     for (int i = 0; i < MAX_REGISTERED; i++) {
         if (registered[i].base != NULL && p >= registered[i].base &&
             p < registered[i].base + registered[i].size &&
@@ -516,7 +740,11 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
                             CUjit_option *options, void **option_values)
 {
     struct CUmod_st *mod;
+    int dev = sim_current_device();
 
+    if (dev < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     if (memcmp(image, "\177ELF", 4) != 0) {
         return CUDA_ERROR_INVALID_IMAGE;
     }
@@ -531,6 +759,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
         }
     }
     COUNT(modules_loaded);
+    DEVICE_ADD(dev, modules_loaded, 1);
     *module = mod;
     return CUDA_SUCCESS;
 }
@@ -598,7 +827,13 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int grid_x, unsigned int grid_
                         unsigned int block_z, unsigned int shared_bytes, CUstream stream,
                         void **params, void **extra)
 {
+    int dev = sim_current_device();
+
+    if (dev < 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     pthread_mutex_lock(&sim_lock);
+    fake_cuda_sim_devices[dev].launches++;
     fake_cuda_sim_stats.launches++;
     fake_cuda_sim_stats.last_grid = grid_x;
     fake_cuda_sim_stats.last_block = block_x;

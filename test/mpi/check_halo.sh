@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# check_halo.sh RC NP STEPS EVERY STDOUT STDERR SERVED - judges one mpirun of
+# examples/mpi_halo.c from its exit status RC and its combined stdout and stderr.
+#
+#   RC      mpirun's exit status            NP      ranks
+#   STEPS   steps run                       EVERY   PRINT_EVERY given to mpi_halo
+#   SERVED  tether:<plugin>  the run had LIBOMPTARGET_INFO=16 and tether's <plugin> plugin
+#                            (x86_64, cuda) must have served every rank: NP RPC servers,
+#                            each with STEPS/EVERY printf calls
+#           any              whichever plugin served it (no check of stderr)
+#
+# Wants: RC 0; "mpi_halo: PASS (NP ranks"; each rank's summary line once, with 0 wrong cells;
+# each rank's device line ("mpi_halo: rank R step S device D: cell ...") exactly once for every
+# S in EVERY, 2*EVERY, ... STEPS; no other, repeated or garbled "mpi_halo" output.
+# Prints what it found; exit status 0 (pass) or 1 (fail).
+set -uo pipefail
+rc=${1:?} np=${2:?} steps=${3:?} every=${4:?} out=${5:?} err=${6:?} served=${7:?}
+failed=0
+fail() { echo "check_halo: FAIL: $*"; failed=1; }
+
+[ "$rc" -eq 0 ] || fail "mpirun exit status $rc"
+grep -q "^mpi_halo: PASS ($np ranks," "$out" || fail "no 'mpi_halo: PASS ($np ranks, ...' line"
+
+# Every line that mentions mpi_halo must be whole: a device line, a rank's summary, or the result.
+device_re='^mpi_halo: rank [0-9]+ step [0-9]+ device -?[0-9]+: cell [0-9]+ = [0-9.e+-]+$'
+summary_re='^mpi_halo: rank [0-9]+ \(pid [0-9]+\): device -?[0-9]+ of [0-9]+ \(node rank [0-9]+\), (host|device) halos, [0-9]+ wrong cells, .*\)$'
+result_re='^mpi_halo: (PASS|FAIL) \([0-9]+ ranks, .*\)$'
+bad=$(grep -a 'mpi_halo' "$out" | grep -Ev "$device_re|$summary_re|$result_re" | head -3)
+[ -z "$bad" ] || fail "garbled or unexpected lines: $bad"
+
+# Device lines: exactly once per rank and printing step, nothing else.
+want=$(for ((r = 0; r < np; r++)); do
+  for ((s = every; s <= steps; s += every)); do echo "$r $s"; done
+done | sort)
+got=$(grep -aE "$device_re" "$out" | awk '{ print $3, $5 }' | sort)
+if [ "$want" != "$got" ]; then
+  missing=$(comm -23 <(echo "$want") <(echo "$got") | head -3 | tr '\n' ';')
+  extra=$(comm -13 <(echo "$want") <(echo "$got") | head -3 | tr '\n' ';')
+  fail "device lines (rank step): missing [$missing], repeated or stray [$extra]"
+fi
+lines=$(grep -caE "$device_re" "$out")
+
+for ((r = 0; r < np; r++)); do
+  n=$(grep -caE "^mpi_halo: rank $r \(pid [0-9]+\): .*, 0 wrong cells, " "$out")
+  [ "$n" -eq 1 ] || fail "rank $r: $n summary lines with 0 wrong cells, want 1"
+done
+
+case $served in
+tether:*)
+  plugin=${served#tether:}
+  calls=$((steps / every))
+  servers=$(grep -caE "^tether \($plugin\): device [0-9]+: rpc: [0-9]+ ports" "$err")
+  [ "$servers" -eq "$np" ] ||
+    fail "$servers RPC servers of tether's $plugin plugin started (LIBOMPTARGET_INFO=16), want $np (one per rank)"
+  served_ok=$(grep -aE "^tether \($plugin\): device [0-9]+: rpc: [0-9]+ calls .* $calls printf/write calls" "$err" | grep -c .)
+  [ "$served_ok" -eq "$np" ] ||
+    fail "$served_ok of $np ranks' RPC servers report $calls printf/write calls"
+  ;;
+any) ;;
+*) fail "SERVED must be tether:<plugin> or any, not '$served'" ;;
+esac
+
+if [ $failed -eq 0 ]; then
+  by=""
+  [ -n "${plugin:-}" ] && by=", served by the $plugin plugin of tether"
+  echo "check_halo: PASS ($np ranks, $lines device lines, each once$by)"
+fi
+exit $failed
