@@ -153,7 +153,7 @@ mkdir -p "$stage/llvm-suite"
   --exclude='results-*.txt' .) | tar -xf - -C "$stage/llvm-suite"
 say "LLVM offload test suite: $(grep -c ' run$' "$stage/llvm-suite/tests.txt") tests for sm_90"
 
-# 5b. MPI (scripts/device-bundle-mpi.sh): Open MPI's runtime and mpi_halo, when the RPC device
+# 5c. MPI (scripts/device-bundle-mpi.sh): Open MPI's runtime and mpi_halo, when the RPC device
 # library is built.
 if [ -f "$devlib" ]; then
   bash "$root/scripts/device-bundle-mpi.sh" "$stage" "$debs" "$build" "$cuda"
