@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tcheck.h"
+
 void *llvm_omp_target_lock_mem(void *ptr, size_t size, int device_num);
 void llvm_omp_target_unlock_mem(void *ptr, int device_num);
 void *llvm_omp_target_alloc_host(size_t size, int device_num);
@@ -31,16 +33,6 @@ struct fake_cuda_sim_stats {
     unsigned last_grid, last_block, last_shared, primary_flags;
     size_t stack_limit, heap_limit;
 };
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 int main(void)
 {
@@ -222,11 +214,7 @@ int main(void)
         CHECK(st->launches == launches + 8);
     }
 
-    if (failures != 0) {
-        fprintf(stderr, "test_plugin_sim: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_plugin_sim: ok (%d launches, %d registrations, %d streams created)\n",
-           st->launches, st->registers, st->streams_created);
-    return 0;
+    printf("test_plugin_sim: %d launches, %d registrations, %d streams created\n", st->launches,
+           st->registers, st->streams_created);
+    return tcheck_exit("test_plugin_sim");
 }

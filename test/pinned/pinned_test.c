@@ -1,35 +1,5 @@
-/* pinned_test.c - the fake driver and check helpers of pinned_test.h. */
+/* pinned_test.c - the fake driver of pinned_test.h. */
 #include "pinned_test.h"
-
-#include <stdarg.h>
-
-atomic_int test_failures;
-
-bool test_msg_has(const char *msg, ...)
-{
-    va_list ap;
-    bool ok = true;
-    va_start(ap, msg);
-    for (const char *frag = va_arg(ap, const char *); frag; frag = va_arg(ap, const char *)) {
-        if (!strstr(msg, frag)) {
-            fprintf(stderr, "message \"%s\" lacks \"%s\"\n", msg, frag);
-            ok = false;
-        }
-    }
-    va_end(ap);
-    return ok;
-}
-
-int test_report(const char *name)
-{
-    int failures = atomic_load(&test_failures);
-    if (failures) {
-        printf("%s: FAILED (%d checks)\n", name, failures);
-        return 1;
-    }
-    printf("%s: passed\n", name);
-    return 0;
-}
 
 static tether_status_t fake_pin(void *ctx, void *ptr, size_t size, void **dev_ptr_p,
                                 bool *external_p, struct tether_error *err)

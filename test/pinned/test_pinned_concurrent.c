@@ -524,5 +524,5 @@ int main(void)
     test_failed_pin_waiter();
     test_republish();
     test_stress();
-    return test_report("test_pinned_concurrent");
+    return tcheck_exit("test_pinned_concurrent");
 }

@@ -124,5 +124,5 @@ int main(void)
         run(n);
     test_fail_every_other();
     printf("test_pinned_failure: pin failure injected at each of %ld pin calls\n", pins);
-    return test_report("test_pinned_failure");
+    return tcheck_exit("test_pinned_failure");
 }

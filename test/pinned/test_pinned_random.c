@@ -102,7 +102,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
     struct pinned_map *map;
     struct model m = {.n = 0};
     struct tether_error err;
-    long failures_before = atomic_load(&test_failures);
+    long failures_before = tcheck_failures();
 
     fake_init(&drv);
     /* Units 48..55 are "pinned by someone else": pins inside them report external. */
@@ -228,7 +228,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
         CHECK_EQ(atomic_load(&drv.pin_calls) - pins_before, pins_expected);
         CHECK_EQ(atomic_load(&drv.unpin_calls) - unpins_before, unpins_expected);
         CHECK(same_state(map, &m));
-        if (atomic_load(&test_failures) != failures_before) {
+        if (tcheck_failures() != failures_before) {
             fprintf(stderr, "sequence with seed 0x%" PRIx64 " diverged at op %d (kind %u)\n", seed,
                     op, kind);
             break;
@@ -239,7 +239,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     CHECK_EQ(atomic_load(&drv.pins_ok), atomic_load(&drv.unpin_calls));
     fake_fini(&drv);
-    return atomic_load(&test_failures) - failures_before;
+    return tcheck_failures() - failures_before;
 }
 
 int main(int argc, char **argv)
@@ -258,5 +258,5 @@ int main(int argc, char **argv)
         printf("  %s: %ld\n", seen_name[k], seen[k]);
         CHECK(seen[k] > 0 || sequences < 100);
     }
-    return test_report("test_pinned_random");
+    return tcheck_exit("test_pinned_random");
 }

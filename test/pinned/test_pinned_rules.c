@@ -407,5 +407,5 @@ int main(void)
     test_unpin_failure_reported();
     test_pin_failure_message();
     test_snapshot_api();
-    return test_report("test_pinned_rules");
+    return tcheck_exit("test_pinned_rules");
 }
