@@ -498,9 +498,10 @@ void plugin_destroy(struct plugin *plugin)
     }
     state = plugin->state;
     plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "shutting down");
-    /* Unpin what tether still holds while the devices (and their contexts) still exist. */
-    plugin_pin_device_set(NULL);
-    pinned_map_destroy(state->pinned);
+    /* Unpin what tether still holds while the devices (and their contexts) still exist, through
+     * the first live one: a registration is valid for every device (docs/pinned-memory.md).
+     * Without a live device nothing was ever pinned. */
+    pinned_map_destroy(state->pinned, plugin_device_first(plugin));
     state->pinned = NULL;
     for (int32_t i = 0; i < plugin->num_devices; i++) {
         struct plugin_device *dev = plugin_device_peek(plugin, i);
@@ -546,37 +547,12 @@ bool plugin_usm_unreachable(const struct plugin_device *dev)
 /* ---- devices ---------------------------------------------------------------------------- */
 
 /* Pinned-map callbacks: the backend's host_register/host_unregister, or the identity.  The map
- * belongs to the plugin; the device whose call reached the map is kept per thread, and a call
- * without one (the map's destruction at shutdown) goes through the first live device. */
-static _Thread_local struct plugin_device *pin_device_tls;
-
-void plugin_pin_device_set(struct plugin_device *dev)
+ * belongs to the plugin (ctx); call_ctx is the device whose call reached the map. */
+static tether_status_t pin_cb(void *ctx, void *call_ctx, void *ptr, size_t size, void **dev_ptr_p,
+                              bool *external_p, struct tether_error *err)
 {
-    pin_device_tls = dev;
-}
-
-static struct plugin_device *pin_device(struct plugin *plugin)
-{
-    struct plugin_device *dev = pin_device_tls;
-
-    if (dev != NULL && dev->plugin == plugin) {
-        return dev;
-    }
-    for (int32_t i = 0; i < plugin->num_devices; i++) {
-        dev = plugin_device_peek(plugin, i);
-        if (dev != NULL) {
-            return dev;
-        }
-    }
-    return NULL;
-}
-
-static tether_status_t pin_cb(void *ctx, void *ptr, size_t size, void **dev_ptr_p, bool *external_p,
-                              struct tether_error *err)
-{
-    struct plugin *plugin = ctx;
-    const struct plugin_ops *ops = plugin->ops;
-    struct plugin_device *dev = pin_device(plugin);
+    const struct plugin_ops *ops = ((struct plugin *)ctx)->ops;
+    struct plugin_device *dev = call_ctx;
     struct tether_error local;
 
     if (ops->host_register == NULL) {
@@ -584,21 +560,18 @@ static tether_status_t pin_cb(void *ctx, void *ptr, size_t size, void **dev_ptr_
         *external_p = false;
         return TETHER_OK;
     }
-    if (dev == NULL) {
-        return plugin_error_set(err, TETHER_ERR_NO_DEVICE, "no initialised device to pin %p", ptr);
-    }
     return ops->host_register(dev, ptr, size, dev_ptr_p, external_p, err ? err : &local);
 }
 
-static tether_status_t unpin_cb(void *ctx, void *base, size_t size, struct tether_error *err)
+static tether_status_t unpin_cb(void *ctx, void *call_ctx, void *base, size_t size,
+                                struct tether_error *err)
 {
-    struct plugin *plugin = ctx;
-    const struct plugin_ops *ops = plugin->ops;
-    struct plugin_device *dev = pin_device(plugin);
+    const struct plugin_ops *ops = ((struct plugin *)ctx)->ops;
+    struct plugin_device *dev = call_ctx;
     struct tether_error local;
 
     if (ops->host_unregister == NULL || dev == NULL) {
-        return TETHER_OK;
+        return TETHER_OK; /* identity pinning, or no device ever pinned anything */
     }
     return ops->host_unregister(dev, base, size, err ? err : &local);
 }
@@ -737,6 +710,18 @@ struct plugin_device *plugin_device_peek(struct plugin *plugin, int32_t id)
         return NULL;
     }
     return atomic_load_explicit(&plugin->state->slots[id].device, memory_order_acquire);
+}
+
+struct plugin_device *plugin_device_first(struct plugin *plugin)
+{
+    for (int32_t i = 0; i < plugin->num_devices; i++) {
+        struct plugin_device *dev = plugin_device_peek(plugin, i);
+
+        if (dev != NULL) {
+            return dev;
+        }
+    }
+    return NULL;
 }
 
 void plugin_device_teardown(struct plugin_device *dev)

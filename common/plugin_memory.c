@@ -69,7 +69,6 @@ tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32
         return plugin_error_set(err, TETHER_ERR_INTERNAL, "backend alloc returned NULL");
     }
     if (bkind == PLUGIN_ALLOC_HOST) {
-        plugin_pin_device_set(dev);
         rc = pinned_map_register(dev->plugin->state->pinned, ptr, (size_t)size, ptr, err);
         if (rc != TETHER_OK) {
             goto free_ptr;
@@ -123,7 +122,6 @@ tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t
                                 kind_name(kind));
     }
     if (pinned_map_lookup(pinned, ptr, 1, NULL)) {
-        plugin_pin_device_set(dev);
         rc = pinned_map_unregister(pinned, ptr, err);
         if (rc == TETHER_OK) {
             return dev->plugin->ops->free(dev, ptr, PLUGIN_ALLOC_HOST, err);
@@ -277,8 +275,7 @@ tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t s
     if (size <= 0 || (uint64_t)size > SIZE_MAX) {
         return plugin_error_set(err, TETHER_ERR_INVALID, "size %lld", (long long)size);
     }
-    plugin_pin_device_set(dev);
-    rc = pinned_map_lock(dev->plugin->state->pinned, ptr, (size_t)size, &dev_ptr, err);
+    rc = pinned_map_lock(dev->plugin->state->pinned, ptr, (size_t)size, dev, &dev_ptr, err);
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -286,7 +283,7 @@ tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t s
         /* libomptarget treats NULL as failure: undo, so the count stays right. */
         struct tether_error ignored;
 
-        pinned_map_unlock(dev->plugin->state->pinned, ptr, &ignored);
+        pinned_map_unlock(dev->plugin->state->pinned, ptr, dev, &ignored);
         return plugin_error_set(err, TETHER_ERR_INTERNAL, "pinning %p gave a NULL device address",
                                 ptr);
     }
@@ -301,8 +298,7 @@ tether_status_t plugin_data_unlock(struct plugin_device *dev, void *ptr, struct 
 {
     tether_status_t rc;
 
-    plugin_pin_device_set(dev);
-    rc = pinned_map_unlock(dev->plugin->state->pinned, ptr, err);
+    rc = pinned_map_unlock(dev->plugin->state->pinned, ptr, dev, err);
     if (rc != TETHER_OK) {
         return rc;
     }

@@ -94,10 +94,8 @@ struct plugin_state {
 
 /* Internal helpers shared by common's files. */
 
-/* Run a pinned-map call on behalf of `dev`: the map's pin/unpin callbacks reach the backend
- * through this device (any device of the plugin will do for a portable registration, but the one
- * the user named is the natural choice). */
-void plugin_pin_device_set(struct plugin_device *dev);
+/* The created device with the lowest id, NULL when none was created yet. */
+struct plugin_device *plugin_device_first(struct plugin *plugin);
 void plugin_device_teardown(struct plugin_device *dev);
 tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async_info *async,
                                      struct plugin_async **pa_p, struct tether_error *err);

@@ -179,6 +179,40 @@ static void test_memory(void)
     free(buf);
 }
 
+/* The device a lock or unlock names is the one whose backend pins or unpins (the pinned map hands
+ * it to its callbacks with each call); at shutdown, the first live device unpins what is left. */
+static void test_pin_device(void)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *d1 = NULL, *d2 = NULL;
+    struct plugin *p;
+    void *dev_ptr = NULL;
+    char *buf = malloc(8192);
+
+    setenv("TETHER_X86_64_DEVICES", "3", 1);
+    p = make_plugin();
+    unsetenv("TETHER_X86_64_DEVICES");
+    if (p == NULL || buf == NULL || plugin_device_get(p, 2, &d2, &err) != TETHER_OK ||
+        plugin_device_get(p, 1, &d1, &err) != TETHER_OK) {
+        CHECK(!"set-up");
+        free(buf);
+        return;
+    }
+    CHECK_RC(plugin_data_lock(d2, buf, 8192, &dev_ptr, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.register_dev), 2);
+    CHECK_RC(plugin_data_lock(d1, buf + 16, 16, &dev_ptr, &err), TETHER_OK); /* inside */
+    CHECK_RC(plugin_data_unlock(d2, buf + 16, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.unregister_dev), -1); /* a reference is left */
+    CHECK_RC(plugin_data_unlock(d1, buf, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.unregister_dev), 1);
+    CHECK_RC(plugin_data_lock(d2, buf, 4096, &dev_ptr, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.register_dev), 2);
+    plugin_destroy(p);
+    CHECK_EQ(atomic_load(&fault.unregister_dev), 1); /* the lowest live id */
+    CHECK(fault_live() == 0);
+    free(buf);
+}
+
 static void test_transfers(void)
 {
     struct tether_error err = {{0}};
@@ -735,6 +769,7 @@ int main(int argc, char **argv)
     test_ops_checks();
     test_devices();
     test_memory();
+    test_pin_device();
     test_transfers();
     test_geometry();
     test_geometry_env();

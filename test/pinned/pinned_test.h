@@ -1,6 +1,10 @@
 /*
  * pinned_test.h - helpers shared by the pinned-map tests: a fake driver (checks: tcheck.h).
  *
+ * The callbacks' call_ctx, when not NULL, is a struct fake_range that the range pinned or unpinned
+ * must lie in (a test passes the range a caller works on); the fake counts the calls where it
+ * does not in call_ctx_errors, which every test expects to stay 0, and keeps the last call_ctx.
+ *
  * The fake driver behaves like cuMemHostRegister/Unregister: pinning a range that overlaps one it
  * already pinned fails ("already registered"), unpinning needs the exact base and size.  Those
  * failures are also counted in driver_errors, which every test expects to stay 0: the map must
@@ -37,9 +41,11 @@ struct fake_driver {
 
     atomic_long pin_calls;
     atomic_long unpin_calls;
-    atomic_long pins_ok;       /* successful pins that did not report external */
-    atomic_long driver_errors; /* requests a real driver would reject: must stay 0 */
-    atomic_long in_flight;     /* pin/unpin calls running now */
+    atomic_long pins_ok;         /* successful pins that did not report external */
+    atomic_long driver_errors;   /* requests a real driver would reject: must stay 0 */
+    atomic_long in_flight;       /* pin/unpin calls running now */
+    atomic_long call_ctx_errors; /* a callback whose call_ctx names a range not holding its own */
+    void *_Atomic last_call_ctx; /* call_ctx of the last pin or unpin */
 
     atomic_long fail_pin_at;    /* fail the Nth pin call (1-based); 0: never */
     atomic_long fail_pin_every; /* fail every Nth pin call; 0: never */

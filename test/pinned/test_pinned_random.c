@@ -152,7 +152,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
             }
             atomic_store(&drv.fail_next_pin, fail_pin);
             void *dev = NULL;
-            got = pinned_map_lock(map, (void *)s, size, &dev, &err);
+            got = pinned_map_lock(map, (void *)s, size, NULL, &dev, &err);
             atomic_store(&drv.fail_next_pin, 0);
             CHECK_EQ(got, want);
             if (got == TETHER_OK && want == TETHER_OK)
@@ -180,7 +180,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
                     model_remove(&m, x);
                 }
             }
-            got = pinned_map_unlock(map, (void *)p, &err);
+            got = pinned_map_unlock(map, (void *)p, NULL, &err);
             CHECK_EQ(got, want);
         } else if (kind < 13) { /* register */
             struct model_entry *hit = NULL;
@@ -234,7 +234,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
             break;
         }
     }
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     CHECK_EQ(atomic_load(&drv.pins_ok), atomic_load(&drv.unpin_calls));
