@@ -73,7 +73,7 @@ extern "C" {
 
 /* Bumped whenever a slot is added, removed or changes meaning.  plugin_create() in common refuses
  * a table whose version differs (an old backend built against a new common). */
-#define PLUGIN_OPS_VERSION 2
+#define PLUGIN_OPS_VERSION 3
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -192,7 +192,9 @@ struct plugin_launch {
     uint32_t dyn_shared_mem; /* dynamic shared (group) memory per team, bytes */
     uint32_t num_args;       /* number of kernel parameters */
     void **args;             /* num_args pointer-sized parameter VALUES: (char *)TgtArgs[i] +
-                                TgtOffsets[i]; CUDA passes &args[i] as kernelParams[i] */
+                                TgtOffsets[i] */
+    void **arg_ptrs;         /* num_args pointers to them, arg_ptrs[i] == &args[i]: what CUDA's
+                                kernelParams and libffi's argument values take */
     uint64_t tripcount;      /* loop trip count clang computed, 0 if unknown (informational) */
 };
 

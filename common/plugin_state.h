@@ -94,6 +94,14 @@ struct plugin_state {
 
 /* Internal helpers shared by common's files. */
 
+/* plugin_env.c: TETHER_DEBUG (or LLVM's LIBOMPTARGET_DEBUG) and the LIBOMPTARGET_INFO mask. */
+bool plugin_env_debug(void);
+uint32_t plugin_env_info(void);
+/* plugin_log.c: OMP_TARGET_OFFLOAD=MANDATORY; remember why a backend has no device (said when
+ * the program's image for it finds none, plugin_image_unserved). */
+bool plugin_offload_mandatory(void);
+void plugin_absent_record(const struct plugin_ops *ops, const char *why);
+
 /* The created device with the lowest id, NULL when none was created yet. */
 struct plugin_device *plugin_device_first(struct plugin *plugin);
 void plugin_device_teardown(struct plugin_device *dev);

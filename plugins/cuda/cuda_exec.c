@@ -446,8 +446,6 @@ tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *ker
 {
     struct cuda_device *cd = cuda_device_of(dev);
     struct cuda_kernel *ck = container_of(kernel, struct cuda_kernel, base);
-    void *stack_params[32];
-    void **params = stack_params;
     char what[TETHER_ERROR_MSG_MAX];
     CUstream stream;
     bool borrowed = false;
@@ -471,28 +469,18 @@ tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *ker
     if (rc != TETHER_OK) {
         return rc;
     }
-    if (launch->num_args > sizeof(stack_params) / sizeof(stack_params[0])) {
-        params = malloc(launch->num_args * sizeof(*params));
-        if (params == NULL) {
-            return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "%u kernel parameters",
-                                    (unsigned)launch->num_args);
-        }
-    }
-    /* kernelParams[i] points at the i-th pointer-sized parameter value. */
-    for (uint32_t i = 0; i < launch->num_args; i++) {
-        params[i] = &launch->args[i];
-    }
     if (queue != NULL) {
         stream = queue->stream;
     } else {
         rc = cuda_stream_get(cd, &stream, err);
         if (rc != TETHER_OK) {
-            goto free_params;
+            return rc;
         }
         borrowed = true;
     }
     rc = CUDA_CALL(cd->drv, err, cuLaunchKernel, ck->func, launch->num_teams, 1, 1,
-                   launch->num_threads, 1, 1, launch->dyn_shared_mem, stream, params, NULL);
+                   launch->num_threads, 1, 1, launch->dyn_shared_mem, stream, launch->arg_ptrs,
+                   NULL);
     cuda_kernel_what("in ", kernel->name, what, sizeof(what));
     if (rc != TETHER_OK) {
         char msg[TETHER_ERROR_MSG_MAX];
@@ -508,10 +496,6 @@ tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *ker
             rc = cuda_stream_sync(cd, stream, what, err);
         }
         cuda_stream_put(cd, stream, rc != TETHER_OK);
-    }
-free_params:
-    if (params != stack_params) {
-        free(params);
     }
     return rc;
 }

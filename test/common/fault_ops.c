@@ -21,6 +21,7 @@ void fault_reset(const struct plugin_ops *inner, long fail_at)
     atomic_store(&fault.allocs, 0);
     atomic_store(&fault.registers, 0);
     atomic_store(&fault.launches, 0);
+    fault.launch_hook = NULL;
     atomic_store(&fault.register_dev, -1);
     atomic_store(&fault.unregister_dev, -1);
 }
@@ -320,6 +321,9 @@ static tether_status_t f_launch(struct plugin_device *dev, struct plugin_kernel 
 {
     FAULT_POINT(launch);
     atomic_fetch_add(&fault.launches, 1);
+    if (fault.launch_hook != NULL) {
+        return fault.launch_hook(launch);
+    }
     return fault.inner->launch(dev, kernel, launch, queue, err);
 }
 

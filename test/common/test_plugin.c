@@ -2,8 +2,8 @@
  * test/common/test_plugin.c - the generic layer over the host backend, without libomptarget:
  * ops-table checks, lazy devices, alloc kinds, the pinned map through lock/unlock and host
  * allocations, transfers, queues and the Queue = NULL contract, events, target tables built
- * from a real image, kernel launches (argument = TgtArgs + TgtOffsets), launch geometry (LLVM 16
- * rules), error messages, device info, and many threads at once (run under TSan too).
+ * from a real image, kernel launches (argument = TgtArgs + TgtOffsets), error messages, device
+ * info, and many threads at once (run under TSan too).
  * argv[1]: the real x86_64 image (test/common/image_src.c).
  */
 #include <dlfcn.h>
@@ -281,134 +281,6 @@ static void test_transfers(void)
     CHECK_RC(plugin_data_delete(dev1, d1, 0, &err), TETHER_OK);
     plugin_destroy(p);
     CHECK(fault_live() == 0);
-}
-
-static void test_geometry(void)
-{
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL};
-    struct tgt_kernel_args ka;
-    uint32_t teams, threads;
-
-    memset(&ka, 0, sizeof(ka));
-    ka.Version = 2;
-    /* Nothing given: default threads, default teams. */
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 128 && teams == 3200);
-    /* thread_limit in generic mode adds a warp (the main thread's). */
-    ka.ThreadLimit[0] = 64;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(threads == 96);
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 64);
-    /* Capped by the device and by the kernel. */
-    ka.ThreadLimit[0] = 5000;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 1024);
-    plugin_launch_geometry(&nv, NULL, 256, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 256);
-    /* Trip count: SPMD one iteration per thread, generic one per team, capped at default. */
-    ka.ThreadLimit[0] = 0;
-    ka.Tripcount = 1000;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 8); /* (1000 - 1) / 128 + 1 */
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(teams == 1000);
-    ka.Tripcount = 10000000;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_GENERIC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 3200);
-    /* num_teams wins, capped by the device. */
-    ka.NumTeams[0] = 7;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 7);
-    ka.NumTeams[0] = 1u << 20;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 65536);
-    /* Constructor kernels: version 1, one team of one thread. */
-    memset(&ka, 0, sizeof(ka));
-    ka.Version = 1;
-    ka.NumTeams[0] = 1;
-    ka.ThreadLimit[0] = 1;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 1 && threads == 1);
-}
-
-/* OMP_TEAMS_THREAD_LIMIT, OMP_TEAM_LIMIT, OMP_NUM_TEAMS: read from the environment, then applied
- * as LLVM 16's CUDA/AMDGPU plugins do. */
-static void test_geometry_env(void)
-{
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL};
-    struct plugin_launch_env env;
-    struct tgt_kernel_args ka;
-    uint32_t teams, threads;
-
-    /* Unset, empty, zero, negative and garbage all mean "not set". */
-    unsetenv("OMP_TEAMS_THREAD_LIMIT");
-    setenv("OMP_TEAM_LIMIT", "0", 1);
-    setenv("OMP_NUM_TEAMS", "-3", 1);
-    plugin_launch_env_read(&env);
-    CHECK(env.teams_thread_limit == 0 && env.team_limit == 0 && env.num_teams == 0);
-    setenv("OMP_NUM_TEAMS", "7x", 1);
-    setenv("OMP_TEAMS_THREAD_LIMIT", "", 1);
-    plugin_launch_env_read(&env);
-    CHECK(env.teams_thread_limit == 0 && env.num_teams == 0);
-
-    setenv("OMP_NUM_TEAMS", "7", 1);
-    setenv("OMP_TEAMS_THREAD_LIMIT", "64", 1);
-    unsetenv("OMP_TEAM_LIMIT");
-    plugin_launch_env_read(&env);
-    CHECK(env.num_teams == 7 && env.teams_thread_limit == 64 && env.team_limit == 0);
-    unsetenv("OMP_NUM_TEAMS");
-    unsetenv("OMP_TEAMS_THREAD_LIMIT");
-
-    /* No clauses: OMP_NUM_TEAMS teams of OMP_TEAMS_THREAD_LIMIT threads (not 3200 x 128). */
-    memset(&ka, 0, sizeof(ka));
-    ka.Version = 2;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 7 && threads == 64);
-    /* OMP_NUM_TEAMS replaces sizing by trip count, in every mode. */
-    ka.Tripcount = 1000;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 7 && threads == 64);
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(teams == 7 && threads == 64);
-    /* A num_teams clause wins over OMP_NUM_TEAMS; OMP_TEAMS_THREAD_LIMIT caps thread_limit
-     * clauses (generic mode's extra warp included) and the kernel's own limit still applies. */
-    ka.NumTeams[0] = 100;
-    ka.ThreadLimit[0] = 256;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 100 && threads == 64);
-    ka.ThreadLimit[0] = 48;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(threads == 64); /* 48 + 32, capped */
-    plugin_launch_geometry(&nv, &env, 32, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 32);
-
-    /* OMP_TEAM_LIMIT caps num_teams clauses, OMP_NUM_TEAMS and trip-count sizing. */
-    memset(&env, 0, sizeof(env));
-    env.team_limit = 10;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 10 && threads == 48);
-    ka.NumTeams[0] = 0;
-    ka.ThreadLimit[0] = 0;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(teams == 10 && threads == 128);
-    ka.Tripcount = 0;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 10);
-    env.num_teams = 50;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 10);
-    /* A limit above the device's changes nothing. */
-    env.team_limit = 1u << 30;
-    env.teams_thread_limit = 1u << 30;
-    env.num_teams = 0;
-    ka.Tripcount = 10000000;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(teams == 3200 && threads == 128);
-    ka.NumTeams[0] = 1u << 20;
-    ka.ThreadLimit[0] = 5000;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 65536 && threads == 1024);
 }
 
 static void test_image_load(const char *path)
@@ -771,8 +643,6 @@ int main(int argc, char **argv)
     test_memory();
     test_pin_device();
     test_transfers();
-    test_geometry();
-    test_geometry_env();
     test_messages();
     test_threads(false);
     test_threads(true);
