@@ -40,6 +40,10 @@ static tether_status_t check_ops(const struct plugin_ops *ops, struct tether_err
     REQUIRE_(free)
     REQUIRE_(memcpy_h2d)
     REQUIRE_(memcpy_d2h)
+    REQUIRE_(queue_create)
+    REQUIRE_(queue_destroy)
+    REQUIRE_(queue_sync)
+    REQUIRE_(queue_query)
     REQUIRE_(module_load)
     REQUIRE_(module_unload)
     REQUIRE_(global_lookup)
@@ -48,19 +52,12 @@ static tether_status_t check_ops(const struct plugin_ops *ops, struct tether_err
     REQUIRE_(launch)
 #undef REQUIRE_
     {
-        int queues =
-            !!ops->queue_create + !!ops->queue_destroy + !!ops->queue_sync + !!ops->queue_query;
         int events = !!ops->event_create + !!ops->event_destroy + !!ops->event_record +
                      !!ops->event_wait + !!ops->event_sync;
 
-        if (queues != 0 && queues != 4) {
+        if (events != 0 && events != 5) {
             return plugin_error_set(err, TETHER_ERR_INVALID,
-                                    "backend ops: queue slots must be all set or all NULL");
-        }
-        if (events != 0 && (events != 5 || queues == 0)) {
-            return plugin_error_set(err, TETHER_ERR_INVALID,
-                                    "backend ops: event slots must be all set (with queues) or "
-                                    "all NULL");
+                                    "backend ops: event slots must be all set or all NULL");
         }
         if ((ops->host_register == NULL) != (ops->host_unregister == NULL) ||
             (ops->shared_alloc == NULL) != (ops->shared_free == NULL)) {
@@ -313,6 +310,10 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     if (rc != TETHER_OK) {
         goto destroy_device;
     }
+    rc = plugin_async_prefill(dev, err);
+    if (rc != TETHER_OK) {
+        goto destroy_pools;
+    }
     if (ops->device_name != NULL) {
         ops->device_name(dev, state->name, sizeof(state->name));
     }
@@ -335,6 +336,9 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     *dev_p = dev;
     return TETHER_OK;
 
+destroy_pools:
+    plugin_async_drain(dev);
+    plugin_pool_destroy(dev);
 destroy_device:
     dev->state = NULL;
     ops->device_destroy(dev);
@@ -412,15 +416,7 @@ void plugin_device_teardown(struct plugin_device *dev)
         plugin_loaded_release(dev, loaded);
         loaded = next;
     }
-    for (size_t i = 0; i < state->num_events; i++) {
-        ops->event_destroy(dev, state->events[i]);
-    }
-    free(state->events);
-    for (size_t i = 0; i < state->num_queues; i++) {
-        ops->queue_destroy(dev, state->queues[i]->queue);
-        free(state->queues[i]);
-    }
-    free(state->queues);
+    plugin_async_drain(dev);
     while (state->interops != NULL) {
         struct plugin_interop *io = state->interops;
 
@@ -507,7 +503,6 @@ void plugin_print_device_info(struct plugin *plugin, int32_t id)
     if (dev->limits.pci_bus_id[0] != '\0') {
         emit_stdout(NULL, "PCI bus id", "%s", dev->limits.pci_bus_id);
     }
-    emit_stdout(NULL, "Queues (async)", "%s", plugin_has_queues(plugin) ? "yes" : "no");
     emit_stdout(NULL, "Pinned ranges", "%zu", pinned_map_count(dev->plugin->state->pinned));
     if (plugin->ops->device_info != NULL) {
         plugin->ops->device_info(dev, emit_stdout, NULL);

@@ -153,32 +153,31 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
     launch.args = args;
     launch.arg_ptrs = args + n;
     launch.tripcount = kargs->Tripcount;
-    if (async != NULL && plugin_has_queues(dev->plugin)) {
-        rc = plugin_async_acquire(dev, async, &pa, err);
-        if (rc != TETHER_OK) {
-            goto free_args;
-        }
+    rc = plugin_queue_begin(dev, async, &pa, err);
+    if (rc != TETHER_OK) {
+        goto free_args;
     }
     if (dev->limits.warp_size <= 1) {
         /* The host backend calls the outlined function, which forks its own teams and threads
          * through libomp; host images carry no exec mode. */
         plugin_info_log(dev->plugin, dev, PLUGIN_INFO_PLUGIN,
                         "launching kernel %s on the host, %u argument(s)%s", kernel->name,
-                        (unsigned)n, pa ? ", queued" : "");
+                        (unsigned)n, async ? ", queued" : "");
     } else {
         plugin_info_log(dev->plugin, dev, PLUGIN_INFO_PLUGIN,
                         "launching kernel %s with %u teams and %u threads in %s mode, %u "
                         "argument(s)%s",
                         kernel->name, launch.num_teams, launch.num_threads,
-                        mode_name(kernel->exec_mode), (unsigned)n, pa ? ", queued" : "");
+                        mode_name(kernel->exec_mode), (unsigned)n, async ? ", queued" : "");
     }
     plugin_rpc_launch_begin(dev);
-    rc = ops->launch(dev, kernel, &launch, pa ? pa->queue : NULL, err);
-    if (rc == TETHER_OK && pa != NULL) {
-        pa->launches++;
+    rc = ops->launch(dev, kernel, &launch, pa->queue, err);
+    if (rc == TETHER_OK) {
+        pa->launches++; /* ended when the queue is found complete */
     } else {
         plugin_rpc_launch_end(dev, 1);
     }
+    rc = plugin_queue_end(dev, async, pa, rc, err);
 free_args:
     if (args != stack_args) {
         free(args);

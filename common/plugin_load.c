@@ -205,7 +205,7 @@ static tether_status_t write_device_environment(struct plugin_device *dev,
     env.NumDevices = (uint32_t)dev->plugin->num_devices;
     env.DeviceNum = (uint32_t)dev->id;
     env.DynamicMemSize = dev->plugin->state->env_shared_mem;
-    rc = ops->memcpy_h2d(dev, addr, &env, sizeof(env), NULL, NULL, err);
+    rc = plugin_write_device(dev, addr, &env, sizeof(env), err);
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -279,7 +279,7 @@ static tether_status_t resolve_entry(struct plugin_device *dev, const struct plu
             return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "global %s has no host address",
                                     host->name);
         }
-        rc = ops->memcpy_h2d(dev, addr, host->addr, host->size, NULL, NULL, err);
+        rc = plugin_write_device(dev, addr, host->addr, host->size, err);
         if (rc != TETHER_OK) {
             return rc;
         }

@@ -152,29 +152,12 @@ static tether_status_t check_copy(const void *a, const void *b, int64_t size,
     return TETHER_OK;
 }
 
-/* The queue for this copy: NULL for a synchronous one. */
-static tether_status_t copy_queue(struct plugin_device *dev, struct tgt_async_info *async,
-                                  struct plugin_async **pa_p, struct tether_error *err)
-{
-    struct plugin_async *pa = NULL;
-    tether_status_t rc;
-
-    if (async != NULL && plugin_has_queues(dev->plugin)) {
-        rc = plugin_async_acquire(dev, async, &pa, err);
-        if (rc != TETHER_OK) {
-            return rc;
-        }
-    }
-    *pa_p = pa;
-    return TETHER_OK;
-}
-
 static void log_transfer(struct plugin_device *dev, const char *dir, const void *hst, int64_t size,
-                         const void *host_dev, const struct plugin_async *pa)
+                         const void *host_dev, const struct tgt_async_info *async)
 {
     plugin_info_log(dev->plugin, dev, PLUGIN_INFO_DATA_TRANSFER, "%s %lld bytes, host %p %s, %s",
                     dir, (long long)size, hst, host_dev ? "pinned" : "pageable",
-                    pa ? "queued" : "synchronous");
+                    async ? "queued" : "synchronous");
 }
 
 /* What host<->device copies share: argument checks, the pinned-map lookup (host_dev is the
@@ -195,11 +178,11 @@ static tether_status_t copy_prepare(struct plugin_device *dev, const void *tgt, 
     if (!pinned_map_lookup(dev->plugin->state->pinned, hst, (size_t)size, host_dev_p)) {
         *host_dev_p = NULL;
     }
-    rc = copy_queue(dev, async, pa_p, err);
+    rc = plugin_queue_begin(dev, async, pa_p, err);
     if (rc != TETHER_OK) {
         return rc;
     }
-    log_transfer(dev, dir, hst, size, *host_dev_p, *pa_p);
+    log_transfer(dev, dir, hst, size, *host_dev_p, async);
     *run_p = true;
     return TETHER_OK;
 }
@@ -217,8 +200,8 @@ tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const v
     if (rc != TETHER_OK || !run) {
         return rc;
     }
-    return dev->plugin->ops->memcpy_h2d(dev, tgt, hst, (size_t)size, host_dev,
-                                        pa ? pa->queue : NULL, err);
+    rc = dev->plugin->ops->memcpy_h2d(dev, tgt, hst, (size_t)size, host_dev, pa->queue, err);
+    return plugin_queue_end(dev, async, pa, rc, err);
 }
 
 tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const void *tgt,
@@ -234,8 +217,8 @@ tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const
     if (rc != TETHER_OK || !run) {
         return rc;
     }
-    return dev->plugin->ops->memcpy_d2h(dev, hst, tgt, (size_t)size, host_dev,
-                                        pa ? pa->queue : NULL, err);
+    rc = dev->plugin->ops->memcpy_d2h(dev, hst, tgt, (size_t)size, host_dev, pa->queue, err);
+    return plugin_queue_end(dev, async, pa, rc, err);
 }
 
 bool plugin_data_exchangeable(const struct plugin *plugin)
@@ -258,12 +241,26 @@ tether_status_t plugin_data_exchange(struct plugin_device *src_dev, const void *
     if (rc != TETHER_OK || size == 0) {
         return rc;
     }
-    rc = copy_queue(dst_dev, async, &pa, err);
+    rc = plugin_queue_begin(dst_dev, async, &pa, err);
     if (rc != TETHER_OK) {
         return rc;
     }
-    return dst_dev->plugin->ops->memcpy_d2d(dst_dev, dst, src_dev, src, (size_t)size,
-                                            pa ? pa->queue : NULL, err);
+    rc = dst_dev->plugin->ops->memcpy_d2d(dst_dev, dst, src_dev, src, (size_t)size, pa->queue, err);
+    return plugin_queue_end(dst_dev, async, pa, rc, err);
+}
+
+tether_status_t plugin_write_device(struct plugin_device *dev, void *dst, const void *src,
+                                    size_t size, struct tether_error *err)
+{
+    struct plugin_async *pa = NULL;
+    tether_status_t rc;
+
+    rc = plugin_queue_begin(dev, NULL, &pa, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    rc = dev->plugin->ops->memcpy_h2d(dev, dst, src, size, NULL, pa->queue, err);
+    return plugin_queue_end(dev, NULL, pa, rc, err);
 }
 
 tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t size,

@@ -105,8 +105,27 @@ void plugin_absent_record(const struct plugin_ops *ops, const char *why);
 /* The created device with the lowest id, NULL when none was created yet. */
 struct plugin_device *plugin_device_first(struct plugin *plugin);
 void plugin_device_teardown(struct plugin_device *dev);
+/* The queue of an AsyncInfo, attached from the device's pool on first use. */
 tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async_info *async,
                                      struct plugin_async **pa_p, struct tether_error *err);
+/* The queue a call puts its work on: the AsyncInfo's (plugin_async_acquire), or for a
+ * synchronous call (async NULL) one from the pool for this call alone.  After enqueueing (rc: how
+ * that went), plugin_queue_end synchronises such a queue (when rc is TETHER_OK) and gives it back
+ * (destroys it when its work failed), and returns the first error; an AsyncInfo's queue stays
+ * attached and rc is returned as it is. */
+tether_status_t plugin_queue_begin(struct plugin_device *dev, struct tgt_async_info *async,
+                                   struct plugin_async **pa_p, struct tether_error *err);
+tether_status_t plugin_queue_end(struct plugin_device *dev, struct tgt_async_info *async,
+                                 struct plugin_async *pa, tether_status_t rc,
+                                 struct tether_error *err);
+/* Fill the device's queue and event pools with limits.initial_queues and initial_events at init;
+ * drain them (destroying every pooled queue and event) at teardown or a failed init. */
+tether_status_t plugin_async_prefill(struct plugin_device *dev, struct tether_error *err);
+void plugin_async_drain(struct plugin_device *dev);
+/* A synchronous host-to-device write of common's own (device environment, globals, the RPC
+ * client): no pinned-map lookup, no transfer log line. */
+tether_status_t plugin_write_device(struct plugin_device *dev, void *dst, const void *src,
+                                    size_t size, struct tether_error *err);
 void plugin_loaded_release(struct plugin_device *dev, struct plugin_loaded *loaded);
 const char *plugin_seen_arch(struct plugin *plugin, const struct tgt_device_image *image,
                              bool *known_p);

@@ -264,9 +264,7 @@ static tether_status_t amdgpu_copy_host(struct amdgpu_device *dev, bool to_devic
 {
     void *host = to_device ? (void *)src : dst;
     struct amdgpu_pending unlock = {.kind = AMDGPU_PENDING_UNLOCK};
-    struct plugin_queue tmp, *q = queue;
     size_t num_extra = 0;
-    tether_status_t st;
 
     if (host_dev == NULL) {
         /* not in the pinned map: hold it locked until the copy is known complete (or use it as
@@ -274,33 +272,19 @@ static tether_status_t amdgpu_copy_host(struct amdgpu_device *dev, bool to_devic
         void *agent = NULL;
         bool external;
 
-        st = amdgpu_host_access(dev, host, size, &agent, &unlock.u.lock, &external, err);
+        tether_status_t st =
+            amdgpu_host_access(dev, host, size, &agent, &unlock.u.lock, &external, err);
+
         if (st != TETHER_OK)
             return st;
         host_dev = agent;
         num_extra = unlock.u.lock != NULL ? 1 : 0;
     }
-    if (q == NULL) {
-        st = amdgpu_stream_init(dev, &tmp);
-        if (st != TETHER_OK) {
-            if (num_extra != 0)
-                amdgpu_pending_release(dev, &unlock);
-            return plugin_error_set(err, st, "cannot create a stream");
-        }
-        q = &tmp;
-    }
     if (to_device)
-        st = amdgpu_copy(dev, q, dst, dev->agent, host_dev, dev->agent, size, &unlock, num_extra,
-                         err);
-    else
-        st = amdgpu_copy(dev, q, (void *)host_dev, dev->agent, src, dev->agent, size, &unlock,
-                         num_extra, err);
-    if (q == &tmp) {
-        if (st == TETHER_OK)
-            st = amdgpu_stream_sync(q, err);
-        amdgpu_stream_fini(q);
-    }
-    return st;
+        return amdgpu_copy(dev, queue, dst, dev->agent, host_dev, dev->agent, size, &unlock,
+                           num_extra, err);
+    return amdgpu_copy(dev, queue, (void *)host_dev, dev->agent, src, dev->agent, size, &unlock,
+                       num_extra, err);
 }
 
 tether_status_t amdgpu_memcpy_h2d(struct plugin_device *pdev, void *dst, const void *src,
@@ -323,22 +307,9 @@ tether_status_t amdgpu_memcpy_d2d(struct plugin_device *dst_pdev, void *dst,
 {
     struct amdgpu_device *dst_dev = amdgpu_device_of(dst_pdev);
     struct amdgpu_device *src_dev = amdgpu_device_of(src_pdev);
-    struct plugin_queue tmp, *q = queue;
-    tether_status_t st;
 
-    if (q == NULL) {
-        st = amdgpu_stream_init(dst_dev, &tmp);
-        if (st != TETHER_OK)
-            return plugin_error_set(err, st, "cannot create a stream");
-        q = &tmp;
-    }
-    st = amdgpu_copy(dst_dev, q, dst, dst_dev->agent, src, src_dev->agent, size, NULL, 0, err);
-    if (q == &tmp) {
-        if (st == TETHER_OK)
-            st = amdgpu_stream_sync(q, err);
-        amdgpu_stream_fini(q);
-    }
-    return st;
+    return amdgpu_copy(dst_dev, queue, dst, dst_dev->agent, src, src_dev->agent, size, NULL, 0,
+                       err);
 }
 
 /* ---- kernarg blocks ----------------------------------------------------------------------- */

@@ -10,14 +10,15 @@
  *  - Each device uses its PRIMARY context, retained in device_create and released in
  *    device_destroy.  Every slot that calls the driver first makes that context current on the
  *    calling thread (cuda_ctx_enter), so any thread may call any slot.
- *  - Streams are created CU_STREAM_NON_BLOCKING: no implicit synchronisation with the legacy
- *    default stream (user CUDA code in the same process does not serialise with us).
- *  - Synchronous operations (a slot called with queue NULL) borrow a stream from the device's
- *    pool, synchronise it and give it back; nothing uses the legacy default stream.
+ *  - A queue is one stream, created CU_STREAM_NON_BLOCKING: no implicit synchronisation with the
+ *    legacy default stream (user CUDA code in the same process does not serialise with us), and
+ *    nothing uses the legacy default stream.  Every copy and launch comes with a queue (common
+ *    pools them, synchronous calls included); cuda_queue_sync is the one place the backend waits
+ *    for a stream.
  *
- * Locking: struct cuda_device's stream pool is protected by pool_lock (held only to push/pop);
- * everything else in the backend objects is written before the object is published to common
- * and read-only afterwards, except cuda_kernel.dyn_shared_set (atomic).
+ * Locking: everything in the backend objects is written before the object is published to common
+ * and read-only afterwards, except cuda_kernel.dyn_shared_set and the queue's last_kernel and
+ * pending (atomics).
  */
 #ifndef TETHER_CUDA_PLUGIN_H
 #define TETHER_CUDA_PLUGIN_H
@@ -47,7 +48,7 @@ struct cuda_stage {
     bool failed;                   /* the driver refused them: not tried again */
 };
 
-/* A device: primary context, attributes, the pool of idle streams. */
+/* A device: primary context, attributes. */
 struct cuda_device {
     struct plugin_device base;
     struct cuda_driver *drv;
@@ -59,12 +60,8 @@ struct cuda_device {
     int max_shared_optin; /* bytes of dynamic shared memory a kernel may opt into */
     int host_ptr_is_dev;  /* registered host memory has the same address on the device */
     size_t total_mem;
-    pthread_mutex_t pool_lock;
-    CUstream *pool; /* idle streams */
-    size_t pool_len, pool_cap;
-    size_t initial_events; /* LIBOMPTARGET_NUM_INITIAL_EVENTS, precreated into events */
-    CUevent *events;
-    size_t events_len;
+    uint32_t initial_streams; /* LIBOMPTARGET_NUM_INITIAL_STREAMS, for common's queue pool */
+    uint32_t initial_events;  /* LIBOMPTARGET_NUM_INITIAL_EVENTS, for common's event pool */
     struct cuda_stage stage;
 };
 
@@ -74,6 +71,9 @@ struct plugin_queue {
     /* Name of the last kernel launched on the stream since it was last found complete, for the
      * message when the stream's work fails (a fault surfaces at the next synchronisation). */
     _Atomic(const char *) last_kernel;
+    /* Work was enqueued since the stream was last found complete (a pageable copy waits for it
+     * first: cuda_memory.c). */
+    atomic_bool pending;
 };
 
 /* An event: one CUDA event (timing disabled). */
@@ -113,16 +113,6 @@ extern const struct plugin_jit_ops cuda_jit_ops;
 tether_status_t cuda_l2_probe(struct plugin_device *dev, uint64_t addr, uint32_t windows,
                               uint32_t stride, uint32_t *cycles, uint32_t max_sms, uint32_t *sms_p,
                               struct tether_error *err);
-
-/* Borrow an idle stream of the device (creating one when the pool is empty) / give it back.
- * cuda_stream_put() destroys the stream instead when `broken` (it saw an error). */
-tether_status_t cuda_stream_get(struct cuda_device *cd, CUstream *stream_p,
-                                struct tether_error *err);
-void cuda_stream_put(struct cuda_device *cd, CUstream stream, bool broken);
-
-/* Wait for a stream and convert its first error; names `what` in the message. */
-tether_status_t cuda_stream_sync(struct cuda_device *cd, CUstream stream, const char *what,
-                                 struct tether_error *err);
 
 /* Slots, by file. */
 tether_status_t cuda_alloc(struct plugin_device *dev, size_t size, enum plugin_alloc_kind kind,

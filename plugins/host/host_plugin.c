@@ -14,7 +14,8 @@
  *    the pointer itself), but lock/unlock still follow the pinned map's rules in common.
  *  - queues and events: in-order queues that complete work when it is enqueued (the CPU has no
  *    separate engine to overlap with); they keep the first error for queue_sync, so common's
- *    asynchronous paths (pools, Queue = NULL contract, events) run for real on every machine.
+ *    asynchronous paths (pools, synchronous calls on a queue, events) run for real on every
+ *    machine.
  *
  * Devices: TETHER_X86_64_DEVICES (1..64, default 4, like LLVM's host plugin).  All devices share
  * the process's memory; each device loads its own copy of an image (its own globals).
@@ -231,7 +232,7 @@ static tether_status_t host_free(struct plugin_device *dev, void *ptr, enum plug
 static tether_status_t queue_note(struct plugin_queue *queue, tether_status_t rc,
                                   const struct tether_error *err)
 {
-    if (queue != NULL && rc != TETHER_OK && queue->status == TETHER_OK) {
+    if (rc != TETHER_OK && queue->status == TETHER_OK) {
         queue->status = rc;
         queue->err = *err;
     }

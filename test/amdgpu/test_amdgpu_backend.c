@@ -353,7 +353,14 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
     REQUIRE_RC(plugin_data_submit(dev, dmem, hmem, 4096, NULL, &err), TETHER_OK);
     REQUIRE(stats().lock_calls == s0.lock_calls);
     /* even when the caller does not say it is pinned: the runtime knows it, no lock is taken */
-    REQUIRE_RC(plugin_backend_ops.memcpy_h2d(dev, dmem, hmem, 4096, NULL, NULL, &err), TETHER_OK);
+    {
+        struct plugin_queue *q = NULL;
+
+        REQUIRE_RC(plugin_backend_ops.queue_create(dev, &q, &err), TETHER_OK);
+        REQUIRE_RC(plugin_backend_ops.memcpy_h2d(dev, dmem, hmem, 4096, NULL, q, &err), TETHER_OK);
+        REQUIRE_RC(plugin_backend_ops.queue_sync(dev, q, &err), TETHER_OK);
+        plugin_backend_ops.queue_destroy(dev, q);
+    }
     REQUIRE(stats().lock_calls == s0.lock_calls);
     REQUIRE_RC(plugin_data_delete(dev, hmem, 1, &err), TETHER_OK);
 

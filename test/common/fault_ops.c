@@ -21,6 +21,7 @@ void fault_reset(const struct plugin_ops *inner, long fail_at)
     atomic_store(&fault.allocs, 0);
     atomic_store(&fault.registers, 0);
     atomic_store(&fault.launches, 0);
+    atomic_store(&fault.syncs, 0);
     fault.launch_hook = NULL;
     atomic_store(&fault.register_dev, -1);
     atomic_store(&fault.unregister_dev, -1);
@@ -218,6 +219,7 @@ static tether_status_t f_queue_sync(struct plugin_device *dev, struct plugin_que
                                     struct tether_error *err)
 {
     FAULT_POINT(queue_sync);
+    atomic_fetch_add(&fault.syncs, 1);
     return fault.inner->queue_sync(dev, queue, err);
 }
 

@@ -16,7 +16,7 @@ extern const struct plugin_ops plugin_backend_ops; /* the host backend */
 
 static void test_geometry(void)
 {
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL};
+    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL, 0, 0};
     struct tgt_kernel_args ka;
     uint32_t teams, threads;
 
@@ -67,7 +67,7 @@ static void test_geometry(void)
  * as LLVM 16's CUDA/AMDGPU plugins do. */
 static void test_geometry_env(void)
 {
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL};
+    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL, 0, 0};
     struct plugin_launch_env env;
     struct tgt_kernel_args ka;
     uint32_t teams, threads;

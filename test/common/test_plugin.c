@@ -44,16 +44,13 @@ static void test_ops_checks(void)
     CHECK_RC(plugin_create(&bad, &p, &err), TETHER_ERR_INVALID);
     CHECK_MSG(err.msg, "required slot launch is NULL");
     bad = fault_ops;
-    bad.queue_query = NULL;
+    bad.queue_query = NULL; /* every copy and launch goes on a queue: required */
     CHECK_RC(plugin_create(&bad, &p, &err), TETHER_ERR_INVALID);
-    CHECK_MSG(err.msg, "queue slots");
+    CHECK_MSG(err.msg, "required slot queue_query is NULL");
     bad = fault_ops;
-    bad.queue_create = NULL;
-    bad.queue_destroy = NULL;
-    bad.queue_sync = NULL;
-    bad.queue_query = NULL; /* events without queues */
+    bad.event_wait = NULL;
     CHECK_RC(plugin_create(&bad, &p, &err), TETHER_ERR_INVALID);
-    CHECK_MSG(err.msg, "event slots");
+    CHECK_MSG(err.msg, "event slots must be all set or all NULL");
     bad = fault_ops;
     bad.host_unregister = NULL;
     CHECK_RC(plugin_create(&bad, &p, &err), TETHER_ERR_INVALID);
@@ -233,10 +230,16 @@ static void test_transfers(void)
     }
     CHECK_RC(plugin_data_alloc(dev, 256, 3, &d, &err), TETHER_OK);
     CHECK_RC(plugin_data_alloc(dev1, 256, 0, &d1, &err), TETHER_OK);
+    /* Synchronous: the copy goes on a queue of the call's own, synchronised at its end and given
+     * back to the pool (one queue serves every synchronous call that follows). */
     CHECK_RC(plugin_data_submit(dev, d, src, 256, NULL, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.syncs), 1);
+    CHECK_EQ(atomic_load(&fault.queues), 1);
     memset(dst, 0, sizeof(dst));
     CHECK_RC(plugin_data_retrieve(dev, dst, d, 256, NULL, &err), TETHER_OK);
     CHECK(memcmp(src, dst, 256) == 0);
+    CHECK_EQ(atomic_load(&fault.syncs), 2);
+    CHECK_EQ(atomic_load(&fault.queues), 1);
     CHECK_RC(plugin_data_submit(dev, d, NULL, 16, NULL, &err), TETHER_ERR_INVALID);
     CHECK_RC(plugin_data_submit(dev, d, src, -1, NULL, &err), TETHER_ERR_INVALID);
     CHECK_RC(plugin_data_submit(dev, d, src, 0, NULL, &err), TETHER_OK);

@@ -7,8 +7,9 @@
  * address inside a registered range -> CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, unregistering
  * anything but a base -> CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.
  *
- * Counters are exported as `fake_cuda_sim_stats` for the test to read through dlsym.  Linked with
- * fake_cuda_stubs.c (every other entry point returns CUDA_ERROR_NOT_SUPPORTED).
+ * Counters (fake_cuda_sim.h) are exported as `fake_cuda_sim_stats` for the test to read through
+ * dlsym: every entry point this file defines counts itself in `calls`, some also by name.  Linked
+ * with fake_cuda_stubs.c (every other entry point returns CUDA_ERROR_NOT_SUPPORTED).
  *
  * Configuration (environment):
  *   FAKE_CUDA_SIM_PARAMS  the parameter count cuFuncGetParamInfo reports for every kernel
@@ -36,19 +37,10 @@
 #include <string.h>
 
 #include "cuda_driver.h"
+#include "fake_cuda_sim.h"
 
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wmissing-prototypes"
-
-struct fake_cuda_sim_stats {
-    int inits, ctx_retains, ctx_releases, ctx_set_current;
-    int registers, unregisters, register_failures;
-    int allocs, frees, host_allocs, host_frees, managed_allocs;
-    int h2d, d2h, d2d, launches, modules_loaded, modules_unloaded;
-    int streams_created, streams_destroyed, events_created, events_destroyed;
-    unsigned last_grid, last_block, last_shared, primary_flags;
-    size_t stack_limit, heap_limit;
-};
 
 __attribute__((visibility("default"))) struct fake_cuda_sim_stats fake_cuda_sim_stats;
 
@@ -73,18 +65,21 @@ static struct CUctx_st {
 
 CUresult cuInit(unsigned int flags)
 {
+    COUNT(calls);
     COUNT(inits);
     return CUDA_SUCCESS;
 }
 
 CUresult cuDriverGetVersion(int *version)
 {
+    COUNT(calls);
     *version = 13000;
     return CUDA_SUCCESS;
 }
 
 CUresult cuGetErrorName(CUresult error, const char **str)
 {
+    COUNT(calls);
     *str = error == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED ? "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
            : error == CUDA_ERROR_ILLEGAL_ADDRESS          ? "CUDA_ERROR_ILLEGAL_ADDRESS"
                                                           : "CUDA_ERROR_SIM";
@@ -93,18 +88,21 @@ CUresult cuGetErrorName(CUresult error, const char **str)
 
 CUresult cuGetErrorString(CUresult error, const char **str)
 {
+    COUNT(calls);
     *str = "simulated driver";
     return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetCount(int *count)
 {
+    COUNT(calls);
     *count = 1;
     return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
+    COUNT(calls);
     if (ordinal != 0) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
@@ -114,6 +112,7 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal)
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
+    COUNT(calls);
     strncpy(name, "Simulated GPU", (size_t)len);
     name[len - 1] = '\0';
     return CUDA_SUCCESS;
@@ -137,6 +136,7 @@ static CUresult sim_pci_attribute(CUdevice_attribute attrib, int *value)
 
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
 {
+    COUNT(calls);
     switch (attrib) {
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
@@ -176,12 +176,14 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice de
 
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
+    COUNT(calls);
     *bytes = (size_t)80 << 30;
     return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
+    COUNT(calls);
     *flags = fake_cuda_sim_stats.primary_flags;
     *active = ctx_active;
     return CUDA_SUCCESS;
@@ -189,12 +191,14 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
 
 CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
+    COUNT(calls);
     fake_cuda_sim_stats.primary_flags = flags;
     return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
+    COUNT(calls);
     COUNT(ctx_retains);
     ctx_active = 1;
     *ctx = &sim_ctx;
@@ -203,12 +207,14 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
+    COUNT(calls);
     COUNT(ctx_releases);
     return CUDA_SUCCESS;
 }
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
+    COUNT(calls);
     COUNT(ctx_set_current);
     return ctx == &sim_ctx ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
@@ -219,6 +225,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 
 CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 {
+    COUNT(calls);
     if (value > FAKE_LIMIT_MAX) {
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -232,6 +239,7 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 
 CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 {
+    COUNT(calls);
     if (limit == CU_LIMIT_STACK_SIZE) {
         *value = fake_cuda_sim_stats.stack_limit ? fake_cuda_sim_stats.stack_limit : 1024;
     } else if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
@@ -244,6 +252,7 @@ CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
+    COUNT(calls);
     COUNT(streams_created);
     *stream = malloc(16);
     return *stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
@@ -251,6 +260,7 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 
 CUresult cuStreamDestroy_v2(CUstream stream)
 {
+    COUNT(calls);
     COUNT(streams_destroyed);
     free(stream);
     return CUDA_SUCCESS;
@@ -263,6 +273,8 @@ CUresult cuStreamSynchronize(CUstream stream)
     const char *fault = getenv("FAKE_CUDA_SIM_FAULT");
     int launched;
 
+    COUNT(calls);
+    COUNT(stream_syncs);
     pthread_mutex_lock(&sim_lock);
     launched = fake_cuda_sim_stats.launches;
     pthread_mutex_unlock(&sim_lock);
@@ -274,16 +286,21 @@ CUresult cuStreamSynchronize(CUstream stream)
 
 CUresult cuStreamQuery(CUstream stream)
 {
+    COUNT(calls);
+    COUNT(stream_queries);
     return CUDA_SUCCESS;
 }
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
 {
+    COUNT(calls);
+    COUNT(stream_waits);
     return CUDA_SUCCESS;
 }
 
 CUresult cuEventCreate(CUevent *event, unsigned int flags)
 {
+    COUNT(calls);
     COUNT(events_created);
     *event = malloc(16);
     return *event ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
@@ -291,6 +308,7 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags)
 
 CUresult cuEventDestroy_v2(CUevent event)
 {
+    COUNT(calls);
     COUNT(events_destroyed);
     free(event);
     return CUDA_SUCCESS;
@@ -298,16 +316,21 @@ CUresult cuEventDestroy_v2(CUevent event)
 
 CUresult cuEventRecord(CUevent event, CUstream stream)
 {
+    COUNT(calls);
+    COUNT(event_records);
     return CUDA_SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent event)
 {
+    COUNT(calls);
+    COUNT(event_syncs);
     return CUDA_SUCCESS;
 }
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 {
+    COUNT(calls);
     *free_bytes = *total_bytes = (size_t)80 << 30;
     return CUDA_SUCCESS;
 }
@@ -325,6 +348,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 {
     void *p = sim_alloc(256, bytes);
 
+    COUNT(calls);
     if (p == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -335,6 +359,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
+    COUNT(calls);
     COUNT(frees);
     free((void *)(uintptr_t)dptr);
     return CUDA_SUCCESS;
@@ -342,6 +367,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags)
 {
+    COUNT(calls);
     *ptr = sim_alloc(4096, bytes);
     if (*ptr == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -352,6 +378,7 @@ CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags)
 
 CUresult cuMemFreeHost(void *ptr)
 {
+    COUNT(calls);
     COUNT(host_frees);
     free(ptr);
     return CUDA_SUCCESS;
@@ -361,6 +388,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
 {
     void *p = sim_alloc(4096, bytes);
 
+    COUNT(calls);
     if (p == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -374,6 +402,7 @@ CUresult cuMemHostRegister_v2(void *ptr, size_t bytes, unsigned int flags)
     char *p = ptr;
     CUresult res = CUDA_ERROR_OUT_OF_MEMORY;
 
+    COUNT(calls);
     pthread_mutex_lock(&sim_lock);
     for (int i = 0; i < MAX_REGISTERED; i++) {
         if (registered[i].base != NULL && p < registered[i].base + registered[i].size &&
@@ -403,6 +432,7 @@ CUresult cuMemHostUnregister(void *ptr)
 {
     CUresult res = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 
+    COUNT(calls);
     pthread_mutex_lock(&sim_lock);
     for (int i = 0; i < MAX_REGISTERED; i++) {
         if (registered[i].base == ptr) {
@@ -418,6 +448,7 @@ CUresult cuMemHostUnregister(void *ptr)
 
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr, unsigned int flags)
 {
+    COUNT(calls);
     *dptr = (CUdeviceptr)(uintptr_t)ptr; /* unified addressing */
     return CUDA_SUCCESS;
 }
@@ -426,6 +457,8 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr, unsigned int
  * the real driver answers for malloc'ed memory. */
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attrib, CUdeviceptr ptr)
 {
+    COUNT(calls);
+    COUNT(pointer_queries);
     const char *p = (const char *)(uintptr_t)ptr;
     CUresult res = CUDA_ERROR_INVALID_VALUE;
 
@@ -444,6 +477,7 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attrib, CUdevicep
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream)
 {
+    COUNT(calls);
     COUNT(h2d);
     memcpy((void *)(uintptr_t)dst, src, bytes);
     return CUDA_SUCCESS;
@@ -451,6 +485,7 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CU
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
+    COUNT(calls);
     COUNT(d2h);
     memcpy(dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
@@ -458,6 +493,7 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
+    COUNT(calls);
     COUNT(d2d);
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
@@ -517,6 +553,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
 {
     struct CUmod_st *mod;
 
+    COUNT(calls);
     if (memcmp(image, "\177ELF", 4) != 0) {
         return CUDA_ERROR_INVALID_IMAGE;
     }
@@ -537,6 +574,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
 
 CUresult cuModuleUnload(CUmodule module)
 {
+    COUNT(calls);
     COUNT(modules_unloaded);
     for (size_t g = 0; g < SIM_GLOBALS; g++) {
         free(module->global[g]);
@@ -551,6 +589,7 @@ CUresult cuModuleUnload(CUmodule module)
 
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module, const char *name)
 {
+    COUNT(calls);
     for (size_t g = 0; g < SIM_GLOBALS; g++) {
         if (module->global[g] != NULL && strcmp(name, sim_globals[g]) == 0) {
             *dptr = (CUdeviceptr)(uintptr_t)module->global[g];
@@ -563,6 +602,7 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
 
 CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
 {
+    COUNT(calls);
     for (size_t f = 0; f < module->nfuncs; f++) {
         if (strcmp(module->funcs[f], name) == 0) {
             *func = (CUfunction)(uintptr_t)0x1000;
@@ -574,6 +614,7 @@ CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name
 
 CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attrib, CUfunction func)
 {
+    COUNT(calls);
     *value = attrib == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
     return CUDA_SUCCESS;
 }
@@ -582,6 +623,7 @@ CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attrib, CUfunction 
  * 12.4, which lack the entry point). */
 CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset, size_t *size)
 {
+    COUNT(calls);
     (void)func;
     const char *env = getenv("FAKE_CUDA_SIM_PARAMS");
     if (env == NULL)
@@ -598,6 +640,7 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int grid_x, unsigned int grid_
                         unsigned int block_z, unsigned int shared_bytes, CUstream stream,
                         void **params, void **extra)
 {
+    COUNT(calls);
     pthread_mutex_lock(&sim_lock);
     fake_cuda_sim_stats.launches++;
     fake_cuda_sim_stats.last_grid = grid_x;

@@ -10,17 +10,8 @@
 #include <omp.h>
 #include <stdio.h>
 
+#include "fake_cuda_sim.h"
 #include "tcheck.h"
-
-/* The first fields of fake_cuda_sim.c's counters (its layout only grows at the end). */
-struct fake_cuda_sim_stats {
-    int inits, ctx_retains, ctx_releases, ctx_set_current;
-    int registers, unregisters, register_failures;
-    int allocs, frees, host_allocs, host_frees, managed_allocs;
-    int h2d, d2h, d2d, launches, modules_loaded, modules_unloaded;
-    int streams_created, streams_destroyed, events_created, events_destroyed;
-    unsigned last_grid, last_block, last_shared, primary_flags;
-};
 
 int main(void)
 {
