@@ -78,7 +78,7 @@ extern "C" {
 
 /* Bumped whenever a slot is added, removed or changes meaning.  plugin_create() in common refuses
  * a table whose version differs (an old backend built against a new common). */
-#define PLUGIN_OPS_VERSION 4
+#define PLUGIN_OPS_VERSION 5
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -342,6 +342,14 @@ struct plugin_ops {
                                      void **dev_ptr_p, bool *external_p, struct tether_error *err);
     tether_status_t (*host_unregister)(struct plugin_device *dev, void *base, size_t size,
                                        struct tether_error *err);
+    /* Optional (needs the event group).  True when [ptr, ptr+size) is host memory the driver does
+     * not know: not registered or pinned through it, not its own allocation (CUDA:
+     * cuPointerGetAttribute fails on it; HSA: hsa_amd_pointer_info says unknown).  Common then
+     * copies large transfers of it through pinned staging buffers of its own (alloc HOST, events,
+     * helper threads: common/plugin_stage.c), which reach memcpy_* with host_dev set.  Asked
+     * only for pageable copies of at least TETHER_STAGE_MIN bytes, never under a common lock.
+     * NULL: no staging. */
+    bool (*host_pageable)(struct plugin_device *dev, const void *ptr, size_t size);
 
     /* ---- queues (required, all four) ------------------------------------------------------ */
     /* An in-order stream of work.  Common pools queues per device: queue_create is called only

@@ -65,6 +65,11 @@ static tether_status_t check_ops(const struct plugin_ops *ops, struct tether_err
                                     "backend ops: host_register/unregister and "
                                     "shared_alloc/free come in pairs");
         }
+        if (ops->host_pageable != NULL && events == 0) {
+            return plugin_error_set(err, TETHER_ERR_INVALID,
+                                    "backend ops: host_pageable needs the event slots (staging "
+                                    "waits for its buffers with events)");
+        }
     }
     return TETHER_OK;
 }
@@ -183,7 +188,8 @@ void plugin_destroy(struct plugin *plugin)
         pthread_mutex_destroy(&state->slots[i].lock);
     }
     free(state->slots);
-    plugin_jit_shutdown(); /* the JIT images, now that no module uses them */
+    plugin_stage_shutdown(); /* the copy threads, now that no device copies */
+    plugin_jit_shutdown();   /* the JIT images, now that no module uses them */
     seen = state->seen;
     while (seen != NULL) {
         struct plugin_seen_image *next = seen->next;
@@ -314,6 +320,10 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     if (rc != TETHER_OK) {
         goto destroy_pools;
     }
+    rc = plugin_stage_create(dev, err);
+    if (rc != TETHER_OK) {
+        goto destroy_pools;
+    }
     if (ops->device_name != NULL) {
         ops->device_name(dev, state->name, sizeof(state->name));
     }
@@ -416,6 +426,7 @@ void plugin_device_teardown(struct plugin_device *dev)
         plugin_loaded_release(dev, loaded);
         loaded = next;
     }
+    plugin_stage_destroy(dev);
     plugin_async_drain(dev);
     while (state->interops != NULL) {
         struct plugin_interop *io = state->interops;

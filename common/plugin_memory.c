@@ -200,7 +200,9 @@ tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const v
     if (rc != TETHER_OK || !run) {
         return rc;
     }
-    rc = dev->plugin->ops->memcpy_h2d(dev, tgt, hst, (size_t)size, host_dev, pa->queue, err);
+    if (host_dev != NULL || !plugin_stage_h2d(dev, tgt, hst, (size_t)size, pa->queue, &rc, err)) {
+        rc = dev->plugin->ops->memcpy_h2d(dev, tgt, hst, (size_t)size, host_dev, pa->queue, err);
+    }
     return plugin_queue_end(dev, async, pa, rc, err);
 }
 
@@ -217,7 +219,9 @@ tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const
     if (rc != TETHER_OK || !run) {
         return rc;
     }
-    rc = dev->plugin->ops->memcpy_d2h(dev, hst, tgt, (size_t)size, host_dev, pa->queue, err);
+    if (host_dev != NULL || !plugin_stage_d2h(dev, hst, tgt, (size_t)size, pa->queue, &rc, err)) {
+        rc = dev->plugin->ops->memcpy_d2h(dev, hst, tgt, (size_t)size, host_dev, pa->queue, err);
+    }
     return plugin_queue_end(dev, async, pa, rc, err);
 }
 

@@ -64,6 +64,7 @@ struct plugin_device_state {
     void *rpc;                            /* RPC server state, owned by plugin_rpc.c */
     struct plugin_pool *pool;             /* cached device allocations (plugin_pool.c) */
     struct plugin_interop *interops;      /* every interop AsyncInfo handed out, until teardown */
+    struct plugin_stage *stage;           /* staging buffers (plugin_stage.c); NULL: no staging */
 };
 
 struct plugin_slot {
@@ -145,6 +146,22 @@ tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size,
                                   struct tether_error *err);
 bool plugin_pool_free(struct plugin_device *dev, void *ptr, tether_status_t *rc_p,
                       struct tether_error *err);
+
+/* Large copies of pageable host memory through pinned staging buffers (plugin_stage.c), for
+ * backends with host_pageable.  create: at device init (nothing is allocated until the first
+ * staged copy); destroy: at teardown, before the backend's device_destroy.  h2d/d2h: false when
+ * the copy is not for them (small, memory the driver knows, staging off, buffers busy or
+ * refused: the caller then hands the copy to the backend as it is), else true with the copy's
+ * status in *rc_p: enqueued on queue with the source read (h2d), or complete (d2h).  shutdown:
+ * stop the helper threads, once, when the plugin is destroyed. */
+struct plugin_stage;
+tether_status_t plugin_stage_create(struct plugin_device *dev, struct tether_error *err);
+void plugin_stage_destroy(struct plugin_device *dev);
+bool plugin_stage_h2d(struct plugin_device *dev, void *dst, const void *src, size_t size,
+                      struct plugin_queue *queue, tether_status_t *rc_p, struct tether_error *err);
+bool plugin_stage_d2h(struct plugin_device *dev, void *dst, const void *src, size_t size,
+                      struct plugin_queue *queue, tether_status_t *rc_p, struct tether_error *err);
+void plugin_stage_shutdown(void);
 
 /* RPC hooks (plugin_rpc.c). */
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,

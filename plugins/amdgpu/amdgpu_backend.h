@@ -217,6 +217,7 @@ tether_status_t amdgpu_host_register(struct plugin_device *dev, void *ptr, size_
                                      void **dev_ptr_p, bool *external_p, struct tether_error *err);
 tether_status_t amdgpu_host_unregister(struct plugin_device *dev, void *base, size_t size,
                                        struct tether_error *err);
+bool amdgpu_host_pageable(struct plugin_device *dev, const void *ptr, size_t size);
 tether_status_t amdgpu_memcpy_h2d(struct plugin_device *dev, void *dst, const void *src,
                                   size_t size, const void *host_dev, struct plugin_queue *queue,
                                   struct tether_error *err);

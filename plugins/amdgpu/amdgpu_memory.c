@@ -221,6 +221,26 @@ tether_status_t amdgpu_host_unregister(struct plugin_device *pdev, void *base, s
     return amdgpu_lock_release(dev, lock, err);
 }
 
+/* Memory neither this plugin nor anyone else locked, and not the runtime's own: what common
+ * stages through its pinned buffers (instead of locking it for the copy). */
+bool amdgpu_host_pageable(struct plugin_device *pdev, const void *ptr, size_t size)
+{
+    struct amdgpu_device *dev = amdgpu_device_of(pdev);
+    struct amdgpu_plugin *ap = dev->ap;
+    hsa_amd_pointer_info_t info;
+    bool ours;
+
+    pthread_mutex_lock(&ap->lock_mu);
+    ours = amdgpu_lock_find(ap, ptr, size) != NULL;
+    pthread_mutex_unlock(&ap->lock_mu);
+    if (ours)
+        return false;
+    memset(&info, 0, sizeof(info));
+    info.size = sizeof(info);
+    return ap->hsa.hsa_amd_pointer_info(ptr, &info, NULL, NULL, NULL) != HSA_STATUS_SUCCESS ||
+           info.type == HSA_EXT_POINTER_TYPE_UNKNOWN;
+}
+
 /* ---- copies ------------------------------------------------------------------------------- */
 
 /* Enqueue one copy on q (whose lock the caller does not hold).  extra: resources released after

@@ -540,6 +540,7 @@ const struct plugin_ops plugin_backend_ops = {
     .memcpy_d2d = amdgpu_memcpy_d2d,
     .host_register = amdgpu_host_register,
     .host_unregister = amdgpu_host_unregister,
+    .host_pageable = amdgpu_host_pageable,
     .queue_create = amdgpu_queue_create,
     .queue_destroy = amdgpu_queue_destroy,
     .queue_sync = amdgpu_queue_sync,

@@ -5,10 +5,12 @@
  * Copies always run on one of our non-blocking streams: the queue common passes (for a
  * synchronous copy, one it synchronises at the end of the call).
  * The CUDA driver itself recognises page-locked host memory (registered or cuMemAllocHost'd) and
- * then copies by DMA at full link speed; pageable memory is staged by the driver.  So the
- * host_dev hint from common's pinned map is not needed to pick the fast path (with unified
- * addressing the device-accessible address of registered memory is the host address itself);
- * it tells pageable copies, which wait for their stream first (cuda_stream_wait_idle).
+ * then copies by DMA at full link speed; pageable memory is staged by the driver (large pageable
+ * copies common stages itself first, through pinned buffers: cuda_host_pageable tells it which
+ * memory the driver does not know).  So the host_dev hint from common's pinned map is not needed
+ * to pick the fast path (with unified addressing the device-accessible address of registered
+ * memory is the host address itself); it tells pageable copies, which wait for their stream
+ * first (cuda_stream_wait_idle).
  */
 #include "cuda_plugin.h"
 
@@ -137,10 +139,7 @@ tether_status_t cuda_memcpy_h2d(struct plugin_device *dev, void *dst, const void
     if (rc != TETHER_OK) {
         return rc;
     }
-    if (host_dev != NULL ||
-        !cuda_stage_h2d(cd, cuda_dptr(dst), src, size, queue->stream, &rc, err)) {
-        rc = CUDA_CALL(cd->drv, err, cuMemcpyHtoDAsync, cuda_dptr(dst), src, size, queue->stream);
-    }
+    rc = CUDA_CALL(cd->drv, err, cuMemcpyHtoDAsync, cuda_dptr(dst), src, size, queue->stream);
     return cuda_copy_done(queue, rc);
 }
 
@@ -154,10 +153,7 @@ tether_status_t cuda_memcpy_d2h(struct plugin_device *dev, void *dst, const void
     if (rc != TETHER_OK) {
         return rc;
     }
-    if (host_dev != NULL ||
-        !cuda_stage_d2h(cd, dst, cuda_dptr(src), size, queue->stream, &rc, err)) {
-        rc = CUDA_CALL(cd->drv, err, cuMemcpyDtoHAsync, dst, cuda_dptr(src), size, queue->stream);
-    }
+    rc = CUDA_CALL(cd->drv, err, cuMemcpyDtoHAsync, dst, cuda_dptr(src), size, queue->stream);
     return cuda_copy_done(queue, rc);
 }
 
@@ -262,4 +258,16 @@ tether_status_t cuda_host_unregister(struct plugin_device *dev, void *base, size
         return rc;
     }
     return CUDA_CALL(cd->drv, err, cuMemHostUnregister, base);
+}
+
+/* Memory the driver knows (registered, pinned by it, managed, device) has a memory type; for any
+ * other address cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE.  No context needed. */
+bool cuda_host_pageable(struct plugin_device *dev, const void *ptr, size_t size)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    unsigned int type = 0;
+
+    (void)size;
+    return cd->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                          cuda_dptr(ptr)) == CUDA_ERROR_INVALID_VALUE;
 }

@@ -144,8 +144,7 @@ static void cuda_plugin_destroy(struct plugin *plugin)
     struct cuda_plugin *cp = cuda_plugin_of(plugin);
 
     /* The driver stays loaded: CUDA registers its own exit handlers, and unloading it under
-     * them at process exit is not safe.  Only our own memory (and copy threads) go. */
-    cuda_stage_shutdown();
+     * them at process exit is not safe.  Only our own memory goes. */
     cuda_driver_free(cp->drv);
     free(cp->cc_major);
     free(cp->cc_minor);
@@ -255,7 +254,6 @@ static void cuda_device_release(struct cuda_device *cd)
 {
     struct cuda_driver *drv = cd->drv;
 
-    cuda_stage_release(cd);
     if (cd->ctx != NULL) {
         cuda_log_teardown(cd, drv->cuDevicePrimaryCtxRelease(cd->cu_dev),
                           cuda_driver_symbol_names[CUDA_SLOT_cuDevicePrimaryCtxRelease]);
@@ -277,7 +275,6 @@ static tether_status_t cuda_device_create(struct plugin *plugin, int32_t id,
     if (cd == NULL) {
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "CUDA device %d", (int)id);
     }
-    cuda_stage_init(&cd->stage);
     /* Until common fills them in, log through the plugin with no device. */
     cd->base.plugin = plugin;
     cd->base.id = id;
@@ -513,6 +510,7 @@ const struct plugin_ops plugin_backend_ops = {
     .memcpy_d2d = cuda_memcpy_d2d,
     .host_register = cuda_host_register,
     .host_unregister = cuda_host_unregister,
+    .host_pageable = cuda_host_pageable,
     .queue_create = cuda_queue_create,
     .queue_destroy = cuda_queue_destroy,
     .queue_sync = cuda_queue_sync,

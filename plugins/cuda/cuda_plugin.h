@@ -38,16 +38,6 @@ struct cuda_plugin {
     int *cc_minor;
 };
 
-/* Pinned staging buffers for large pageable copies (cuda_stage.c). */
-#define CUDA_STAGE_BUFS 3
-struct cuda_stage {
-    pthread_mutex_t lock; /* held by the one copy using the buffers */
-    void *buf[CUDA_STAGE_BUFS];
-    CUevent done[CUDA_STAGE_BUFS]; /* recorded after each buffer's last DMA */
-    bool used[CUDA_STAGE_BUFS];    /* done[i] recorded and not yet waited for */
-    bool failed;                   /* the driver refused them: not tried again */
-};
-
 /* A device: primary context, attributes. */
 struct cuda_device {
     struct plugin_device base;
@@ -62,7 +52,6 @@ struct cuda_device {
     size_t total_mem;
     uint32_t initial_streams; /* LIBOMPTARGET_NUM_INITIAL_STREAMS, for common's queue pool */
     uint32_t initial_events;  /* LIBOMPTARGET_NUM_INITIAL_EVENTS, for common's event pool */
-    struct cuda_stage stage;
 };
 
 /* A queue of common's contract: one CUDA stream. */
@@ -132,6 +121,7 @@ tether_status_t cuda_host_register(struct plugin_device *dev, void *ptr, size_t 
                                    void **dev_ptr_p, bool *external_p, struct tether_error *err);
 tether_status_t cuda_host_unregister(struct plugin_device *dev, void *base, size_t size,
                                      struct tether_error *err);
+bool cuda_host_pageable(struct plugin_device *dev, const void *ptr, size_t size);
 
 tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue **queue_p,
                                   struct tether_error *err);
@@ -165,18 +155,6 @@ void cuda_kernel_release(struct plugin_device *dev, struct plugin_kernel *kernel
 tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *kernel,
                             const struct plugin_launch *launch, struct plugin_queue *queue,
                             struct tether_error *err);
-
-/* cuda_stage.c: copies of pageable host memory through pinned buffers.  h2d/d2h return false
- * when the copy is not for them (small, memory the driver knows, buffers busy or refused; the
- * caller then uses the driver's path), else true with the copy's status in *rc_p (h2d: enqueued
- * on `stream`, the source read; d2h: complete).  The caller has the device's context current. */
-void cuda_stage_init(struct cuda_stage *st);
-void cuda_stage_release(struct cuda_device *cd);
-void cuda_stage_shutdown(void);
-bool cuda_stage_h2d(struct cuda_device *cd, CUdeviceptr dst, const void *src, size_t size,
-                    CUstream stream, tether_status_t *rc_p, struct tether_error *err);
-bool cuda_stage_d2h(struct cuda_device *cd, void *dst, CUdeviceptr src, size_t size,
-                    CUstream stream, tether_status_t *rc_p, struct tether_error *err);
 
 /* Log a failure that cannot be returned (destroy paths): at debug level when the driver is
  * already shutting down (process exit), as a warning otherwise. */

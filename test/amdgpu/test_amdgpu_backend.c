@@ -727,6 +727,60 @@ static int mode_knobs(void)
     return 0;
 }
 
+/* ---- stage: large pageable copies go through common's pinned staging buffers ---------------- */
+
+/* A copy of 40 MiB + 13 bytes each way between pageable memory and the device, synchronous and
+ * on a queue: with staging (the default) each is 6 copies of at most 8 MiB from or to common's
+ * pinned buffers (fine-grained host memory the runtime knows: no lock); with TETHER_STAGE=0 each
+ * is one copy that locks the host buffer for its duration.  The data arrive whole either way, and
+ * the buffers go back at shutdown. */
+static int mode_stage(void)
+{
+    const char *knob = getenv("TETHER_STAGE");
+    bool staged = knob == NULL || strcmp(knob, "0") != 0;
+    size_t n = ((size_t)40 << 20) + 13;
+    struct plugin *plugin = NULL;
+    struct plugin_device *dev = NULL;
+    struct tether_error err = {{0}};
+    struct tgt_async_info async = {NULL};
+    struct fake_stats s0, s1;
+    char *host = malloc(n), *back = malloc(n);
+    void *dmem = NULL;
+
+    REQUIRE(host != NULL && back != NULL);
+    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    bind_fake();
+    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_alloc(dev, (int64_t)n, 0, &dmem, &err), TETHER_OK);
+    for (int round = 0; round < 2; round++) {
+        struct tgt_async_info *a = round == 0 ? NULL : &async;
+
+        for (size_t i = 0; i < n; i++)
+            host[i] = (char)(i * 13 + (i >> 20) + round);
+        memset(back, 0, n);
+        s0 = stats();
+        REQUIRE_RC(plugin_data_submit(dev, dmem, host, (int64_t)n, a, &err), TETHER_OK);
+        REQUIRE_RC(plugin_data_retrieve(dev, back, dmem, (int64_t)n, a, &err), TETHER_OK);
+        if (a != NULL)
+            REQUIRE_RC(plugin_async_sync(dev, a, &err), TETHER_OK);
+        s1 = stats();
+        REQUIRE(memcmp(host, back, n) == 0);
+        printf("stage %s: %ld copies, %ld locks\n", round == 0 ? "synchronous" : "queued",
+               s1.copies - s0.copies, s1.lock_calls - s0.lock_calls);
+        REQUIRE(s1.copies - s0.copies == (staged ? 12 : 2));
+        REQUIRE(s1.lock_calls - s0.lock_calls == (staged ? 0 : 2));
+        REQUIRE(s1.live_locks == 0);
+    }
+    REQUIRE_RC(plugin_data_delete(dev, dmem, 0, &err), TETHER_OK);
+    plugin_destroy(plugin);
+    s1 = stats();
+    REQUIRE(s1.live_allocs == 0 && s1.live_locks == 0 && s1.live_signals == 0);
+    REQUIRE(s1.misuse == 0);
+    free(host);
+    free(back);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "nodevice") == 0)
@@ -747,9 +801,11 @@ int main(int argc, char **argv)
         return amdgpu_test_end(argv[1], mode_threads(argv[2]));
     if (argc == 2 && strcmp(argv[1], "knobs") == 0)
         return amdgpu_test_end(argv[1], mode_knobs());
+    if (argc == 2 && strcmp(argv[1], "stage") == 0)
+        return amdgpu_test_end(argv[1], mode_stage());
     fprintf(stderr,
             "usage: %s nodevice MSG | refuse MSG | initfail | system | wave32 OMP90A OMP1030 | "
-            "gpu RAW OMP | faults RAW | threads RAW | knobs\n",
+            "gpu RAW OMP | faults RAW | threads RAW | knobs | stage\n",
             argv[0]);
     return 2;
 }

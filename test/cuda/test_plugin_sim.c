@@ -162,15 +162,17 @@ int main(void)
         free(back);
     }
 
-    /* A large pageable copy goes through the staging buffers in 8 MiB chunks (one driver copy
-     * per chunk), both ways, and arrives whole; an odd size checks the last, short chunk.
-     * TETHER_CUDA_STAGE=0 (plugin_test.sh) would make it one copy each way. */
+    /* A large pageable copy goes through common's staging buffers in 8 MiB chunks (one driver
+     * copy per chunk), both ways, and arrives whole; an odd size checks the last, short chunk.
+     * TETHER_STAGE=0, or its older name TETHER_CUDA_STAGE=0 (test cuda_plugin_sim_nostage),
+     * makes it one copy each way. */
     {
         size_t n = ((size_t)40 << 20) + 13;
         char *host = malloc(n), *back = malloc(n);
         void *dev = omp_target_alloc(n, 0);
         int h2d = st->h2d, d2h = st->d2h;
-        const char *off = getenv("TETHER_CUDA_STAGE");
+        const char *off =
+            getenv("TETHER_STAGE") != NULL ? getenv("TETHER_STAGE") : getenv("TETHER_CUDA_STAGE");
         int chunks = off != NULL && strcmp(off, "0") == 0 ? 1 : 6;
 
         CHECK(host != NULL && back != NULL && dev != NULL);
