@@ -184,7 +184,7 @@ static void check_against_oracle(const struct amdgpu_code_object *co, const char
     for (unsigned i = 0; i < o.num_kernels; i++) {
         const struct oracle_kernel *ok = &o.kernels[i];
         const struct amdgpu_kernel *k = amdgpu_code_object_find_kernel(co, ok->name);
-        struct amdgpu_elf_symbol kd_sym, fn_sym;
+        struct image_symbol kd_sym, fn_sym;
         struct symbol_query q;
 
         printf("  kernel %s: kernarg %u align %u group %u private %u wave %u args %u\n", ok->name,
@@ -215,8 +215,8 @@ static void check_against_oracle(const struct amdgpu_code_object *co, const char
                 (ok->wavefront == 32));
         REQUIRE(k->kd.kernel_code_properties & AMDGPU_KCP_ENABLE_SGPR_KERNARG_SEGMENT_PTR ||
                 ok->kernarg_size == 0);
-        REQUIRE_RC(amdgpu_elf_find_symbol(&co->elf, k->symbol, &kd_sym), TETHER_OK);
-        REQUIRE_RC(amdgpu_elf_find_symbol(&co->elf, k->name, &fn_sym), TETHER_OK);
+        REQUIRE(image_elf_symbol(&co->image, k->symbol, &kd_sym));
+        REQUIRE(image_elf_symbol(&co->image, k->name, &fn_sym));
         REQUIRE(kd_sym.size == 64 && kd_sym.type == STT_OBJECT);
         REQUIRE(fn_sym.type == STT_FUNC);
         REQUIRE((int64_t)kd_sym.value + k->kd.kernel_code_entry_byte_offset ==
@@ -263,7 +263,7 @@ static int mode_omp(const char *image, const char *readelf, const char *arch, un
     void *bytes = test_read_file(image, &size);
     char agent_isa[96];
 
-    REQUIRE(amdgpu_elf_is_amdgpu(bytes, size));
+    REQUIRE(image_elf_machine(&(struct plugin_image){.start = bytes, .size = size}) == EM_AMDGPU);
     REQUIRE_RC(amdgpu_code_object_parse(bytes, size, &co, &err), TETHER_OK);
     printf("%s: code object v%u, target %s, %u kernels\n", image, co.version, co.target_name,
            co.num_kernels);
@@ -475,16 +475,15 @@ static int mode_mutate(const char *image)
     uint8_t *buf = malloc(size);
     uint64_t seed = 0x7e7e7e7e12345ull;
     unsigned ok = 0, bad = 0;
-    struct amdgpu_elf elf;
-    const uint8_t *note;
+    struct plugin_image whole = {.start = orig, .size = size};
+    const void *note;
     size_t note_size, note_off;
 
     REQUIRE(buf != NULL);
     /* every truncation (in steps, and every byte of the header and metadata note) */
-    REQUIRE_RC(amdgpu_elf_open(orig, size, &elf, NULL), TETHER_OK);
-    REQUIRE_RC(amdgpu_elf_find_note(&elf, AMDGPU_NOTE_OWNER, AMDGPU_NT_METADATA, &note, &note_size),
+    REQUIRE_RC(image_elf_note(&whole, AMDGPU_NOTE_OWNER, AMDGPU_NT_METADATA, &note, &note_size),
                TETHER_OK);
-    note_off = (size_t)(note - orig);
+    note_off = (size_t)((const uint8_t *)note - orig);
     for (size_t n = 0; n < size; n += (n < note_off + note_size ? 1 : 61)) {
         uint8_t *cut = malloc(n ? n : 1); /* a fresh allocation, so ASan sees overreads */
 

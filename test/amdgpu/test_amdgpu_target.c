@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "amdgpu_elf.h"
+#include "amdgpu_code_object.h"
 #include "amdgpu_target.h"
 #include "amdgpu_test.h"
 
@@ -130,7 +130,7 @@ static int mode_mach(const char *clang, const char *dir)
     fclose(f);
     for (uint32_t mach = 0; mach < 256; mach++) {
         const char *name = amdgpu_target_mach_name(mach);
-        struct amdgpu_elf elf;
+        struct image_elf_header header;
         struct amdgpu_target_id id;
         size_t size;
         void *bytes;
@@ -146,15 +146,15 @@ static int mode_mach(const char *clang, const char *dir)
             return 1;
         }
         bytes = test_read_file(obj, &size);
-        REQUIRE_RC(amdgpu_elf_open(bytes, size, &elf, NULL), TETHER_OK);
-        if ((elf.ehdr.e_flags & 0xff) != mach) {
+        REQUIRE_RC(
+            image_elf_header(&(struct plugin_image){.start = bytes, .size = size}, &header, NULL),
+            TETHER_OK);
+        if ((header.flags & 0xff) != mach) {
             fprintf(stderr, "%s: table says 0x%x, clang-16 wrote e_flags 0x%x\n", name, mach,
-                    elf.ehdr.e_flags);
+                    header.flags);
             return 1;
         }
-        REQUIRE_RC(
-            amdgpu_target_id_from_elf(elf.ehdr.e_ident[EI_ABIVERSION], elf.ehdr.e_flags, &id),
-            TETHER_OK);
+        REQUIRE_RC(amdgpu_target_id_from_elf(header.abi_version, header.flags, &id), TETHER_OK);
         REQUIRE(strcmp(id.processor, name) == 0);
         free(bytes);
         unlink(obj);
