@@ -238,7 +238,10 @@ tether_status_t image_elf_header(const struct plugin_image *image,
     for (uint64_t i = 1; i < shnum; i++) {
         Elf64_Shdr sh, strsh;
 
-        read_shdr(image, &ehdr, i, &sh);
+        if (!read_shdr(image, &ehdr, i, &sh)) {
+            return image_err(err, TETHER_ERR_BAD_IMAGE, "section %llu unreadable",
+                             (unsigned long long)i);
+        }
         if (sh.sh_type != SHT_NOBITS && !range_ok(image->size, sh.sh_offset, sh.sh_size)) {
             return image_err(err, TETHER_ERR_BAD_IMAGE,
                              "section %llu [%llu, +%llu) outside the image", (unsigned long long)i,
@@ -325,7 +328,9 @@ tether_status_t image_elf_note(const struct plugin_image *image, const char *own
         for (uint64_t i = 1; i < ehdr.e_shnum; i++) {
             Elf64_Shdr sh;
 
-            read_shdr(image, &ehdr, i, &sh);
+            if (!read_shdr(image, &ehdr, i, &sh)) {
+                return TETHER_ERR_BAD_IMAGE;
+            }
             if (sh.sh_type != SHT_NOTE) {
                 continue;
             }
