@@ -31,6 +31,24 @@ static bool grow(void ***arr, size_t *cap, size_t need)
     return true;
 }
 
+/* Give an event to the device's pool, or destroy it when the pool cannot grow; true when pooled. */
+static bool event_put(struct plugin_device *dev, struct plugin_event *ev)
+{
+    struct plugin_device_state *st = dev->state;
+    bool pooled = false;
+
+    pthread_mutex_lock(&st->lock);
+    if (grow((void ***)&st->events, &st->cap_events, st->num_events + 1)) {
+        st->events[st->num_events++] = ev;
+        pooled = true;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (!pooled) {
+        dev->plugin->ops->event_destroy(dev, ev);
+    }
+    return pooled;
+}
+
 /* A queue from the device's pool, or a new one when the pool is empty. */
 static tether_status_t queue_take(struct plugin_device *dev, struct plugin_async **pa_p,
                                   struct tether_error *err)
@@ -126,7 +144,6 @@ tether_status_t plugin_queue_end(struct plugin_device *dev, struct tgt_async_inf
 tether_status_t plugin_async_prefill(struct plugin_device *dev, struct tether_error *err)
 {
     const struct plugin_ops *ops = dev->plugin->ops;
-    struct plugin_device_state *st = dev->state;
     tether_status_t rc;
 
     for (uint32_t i = 0; i < dev->limits.initial_queues; i++) {
@@ -149,14 +166,7 @@ tether_status_t plugin_async_prefill(struct plugin_device *dev, struct tether_er
         if (rc != TETHER_OK) {
             return rc;
         }
-        pthread_mutex_lock(&st->lock);
-        if (grow((void ***)&st->events, &st->cap_events, st->num_events + 1)) {
-            st->events[st->num_events++] = ev;
-            ev = NULL;
-        }
-        pthread_mutex_unlock(&st->lock);
-        if (ev != NULL) {
-            ops->event_destroy(dev, ev);
+        if (!event_put(dev, ev)) {
             return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "event pool");
         }
     }
@@ -266,23 +276,11 @@ tether_status_t plugin_event_create(struct plugin_device *dev, void **event_p,
 tether_status_t plugin_event_destroy(struct plugin_device *dev, void *event,
                                      struct tether_error *err)
 {
-    struct plugin_device_state *st = dev->state;
-    bool pooled = false;
-
     if (event == NULL) {
         return plugin_error_set(err, TETHER_ERR_INVALID, "NULL event");
     }
-    if (!has_events(dev->plugin)) {
-        return TETHER_OK;
-    }
-    pthread_mutex_lock(&st->lock);
-    if (grow((void ***)&st->events, &st->cap_events, st->num_events + 1)) {
-        st->events[st->num_events++] = event;
-        pooled = true;
-    }
-    pthread_mutex_unlock(&st->lock);
-    if (!pooled) {
-        dev->plugin->ops->event_destroy(dev, event);
+    if (has_events(dev->plugin)) {
+        event_put(dev, event);
     }
     return TETHER_OK;
 }

@@ -2,8 +2,6 @@
 #include "plugin_image.h"
 
 #include <elf.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #define OFFLOAD_MAGIC "\x10\xff\x10\xad"
@@ -35,21 +33,6 @@ struct offload_string {
 _Static_assert(sizeof(struct offload_header) == 32, "OffloadBinary header");
 _Static_assert(sizeof(struct offload_entry) == 40, "OffloadBinary entry");
 
-/* Write a message into err (may be NULL); returns status.  This file needs nothing else of common
- * (plugin_error_set would tie the code-object parser and its fuzzer to the whole layer). */
-__attribute__((format(printf, 3, 4))) static tether_status_t
-image_err(struct tether_error *err, tether_status_t status, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err != NULL) {
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
 /* True when [off, off + len) lies inside [0, size). */
 static bool range_ok(size_t size, uint64_t off, uint64_t len)
 {
@@ -77,7 +60,7 @@ tether_status_t image_unwrap(const void *start, size_t size, struct plugin_image
     const char *arch = NULL;
 
     if (start == NULL || size == 0) {
-        return image_err(err, TETHER_ERR_INVALID, "empty image");
+        return plugin_error_set(err, TETHER_ERR_INVALID, "empty image");
     }
     if (size < 4 || memcmp(base, OFFLOAD_MAGIC, 4) != 0) {
         image_p->start = start;
@@ -86,29 +69,30 @@ tether_status_t image_unwrap(const void *start, size_t size, struct plugin_image
         return TETHER_OK;
     }
     if (size < sizeof(hdr)) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE,
-                         "OffloadBinary of %zu bytes is shorter than its header", size);
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "OffloadBinary of %zu bytes is shorter than its header", size);
     }
     memcpy(&hdr, base, sizeof(hdr));
     if (hdr.version != 1) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "OffloadBinary version %u, expected 1",
-                         (unsigned)hdr.version);
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "OffloadBinary version %u, expected 1",
+                                (unsigned)hdr.version);
     }
     if (hdr.size > size) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE,
-                         "OffloadBinary claims %llu bytes, only %zu present",
-                         (unsigned long long)hdr.size, size);
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "OffloadBinary claims %llu bytes, only %zu present",
+                                (unsigned long long)hdr.size, size);
     }
     size = (size_t)hdr.size;
     if (hdr.entry_size < sizeof(ent) || !range_ok(size, hdr.entry_offset, sizeof(ent))) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE,
-                         "OffloadBinary entry (offset %llu, %llu bytes) out of range",
-                         (unsigned long long)hdr.entry_offset, (unsigned long long)hdr.entry_size);
+        return plugin_error_set(
+            err, TETHER_ERR_BAD_IMAGE, "OffloadBinary entry (offset %llu, %llu bytes) out of range",
+            (unsigned long long)hdr.entry_offset, (unsigned long long)hdr.entry_size);
     }
     memcpy(&ent, base + hdr.entry_offset, sizeof(ent));
     if (ent.num_strings > size / sizeof(struct offload_string) ||
         !range_ok(size, ent.string_offset, ent.num_strings * sizeof(struct offload_string))) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "OffloadBinary string table out of range");
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "OffloadBinary string table out of range");
     }
     for (uint64_t i = 0; i < ent.num_strings; i++) {
         struct offload_string s;
@@ -117,21 +101,22 @@ tether_status_t image_unwrap(const void *start, size_t size, struct plugin_image
         memcpy(&s, base + ent.string_offset + i * sizeof(s), sizeof(s));
         key = string_at(base, size, s.key_offset);
         if (key == NULL) {
-            return image_err(err, TETHER_ERR_BAD_IMAGE,
-                             "OffloadBinary string %llu: key out of range", (unsigned long long)i);
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                    "OffloadBinary string %llu: key out of range",
+                                    (unsigned long long)i);
         }
         if (strcmp(key, "arch") == 0) {
             arch = string_at(base, size, s.value_offset);
             if (arch == NULL) {
-                return image_err(err, TETHER_ERR_BAD_IMAGE,
-                                 "OffloadBinary arch value out of range");
+                return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                        "OffloadBinary arch value out of range");
             }
         }
     }
     if (ent.image_size == 0 || !range_ok(size, ent.image_offset, ent.image_size)) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE,
-                         "OffloadBinary image (offset %llu, %llu bytes) out of range",
-                         (unsigned long long)ent.image_offset, (unsigned long long)ent.image_size);
+        return plugin_error_set(
+            err, TETHER_ERR_BAD_IMAGE, "OffloadBinary image (offset %llu, %llu bytes) out of range",
+            (unsigned long long)ent.image_offset, (unsigned long long)ent.image_size);
     }
     image_p->start = base + ent.image_offset;
     image_p->size = (size_t)ent.image_size;
@@ -183,20 +168,20 @@ tether_status_t image_elf_check(const struct plugin_image *image, uint16_t machi
     Elf64_Ehdr ehdr;
 
     if (image == NULL || image->start == NULL || image->size == 0) {
-        return image_err(err, TETHER_ERR_INVALID, "empty image");
+        return plugin_error_set(err, TETHER_ERR_INVALID, "empty image");
     }
     if (!read_ehdr(image, &ehdr)) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "not a 64-bit little-endian ELF (%zu bytes)",
-                         image->size);
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "not a 64-bit little-endian ELF (%zu bytes)", image->size);
     }
     if (ehdr.e_machine != machine) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "ELF e_machine %u, this plugin runs %u",
-                         (unsigned)ehdr.e_machine, (unsigned)machine);
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "ELF e_machine %u, this plugin runs %u",
+                                (unsigned)ehdr.e_machine, (unsigned)machine);
     }
     if (ehdr.e_shnum != 0 &&
         (ehdr.e_shentsize < sizeof(Elf64_Shdr) ||
          !range_ok(image->size, ehdr.e_shoff, (uint64_t)ehdr.e_shnum * ehdr.e_shentsize))) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "ELF section headers out of range");
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "ELF section headers out of range");
     }
     return TETHER_OK;
 }
@@ -208,56 +193,58 @@ tether_status_t image_elf_header(const struct plugin_image *image,
     uint64_t shnum = 0;
 
     if (image == NULL || image->start == NULL) {
-        return image_err(err, TETHER_ERR_INVALID, "no image");
+        return plugin_error_set(err, TETHER_ERR_INVALID, "no image");
     }
     if (image->size < sizeof(ehdr)) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "%zu bytes is too small for an ELF header",
-                         image->size);
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "%zu bytes is too small for an ELF header", image->size);
     }
     memcpy(&ehdr, image->start, sizeof(ehdr));
     if (memcmp(ehdr.e_ident, ELFMAG, SELFMAG) != 0) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "not an ELF file");
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "not an ELF file");
     }
     if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_ident[EI_DATA] != ELFDATA2LSB) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "not a 64-bit little-endian ELF file");
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "not a 64-bit little-endian ELF file");
     }
     if (ehdr.e_shoff != 0 && ehdr.e_shnum != 0) {
         if (ehdr.e_shentsize != sizeof(Elf64_Shdr)) {
-            return image_err(err, TETHER_ERR_BAD_IMAGE, "section header size %u",
-                             (unsigned)ehdr.e_shentsize);
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "section header size %u",
+                                    (unsigned)ehdr.e_shentsize);
         }
         if (!range_ok(image->size, ehdr.e_shoff, (uint64_t)ehdr.e_shnum * sizeof(Elf64_Shdr))) {
-            return image_err(err, TETHER_ERR_BAD_IMAGE,
-                             "section table [%llu, +%u entries) outside the image",
-                             (unsigned long long)ehdr.e_shoff, (unsigned)ehdr.e_shnum);
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                    "section table [%llu, +%u entries) outside the image",
+                                    (unsigned long long)ehdr.e_shoff, (unsigned)ehdr.e_shnum);
         }
         shnum = ehdr.e_shnum;
     } else if (ehdr.e_shoff != 0) {
-        return image_err(err, TETHER_ERR_BAD_IMAGE, "extended section numbering is not supported");
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "extended section numbering is not supported");
     }
     for (uint64_t i = 1; i < shnum; i++) {
         Elf64_Shdr sh, strsh;
 
         if (!read_shdr(image, &ehdr, i, &sh)) {
-            return image_err(err, TETHER_ERR_BAD_IMAGE, "section %llu unreadable",
-                             (unsigned long long)i);
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "section %llu unreadable",
+                                    (unsigned long long)i);
         }
         if (sh.sh_type != SHT_NOBITS && !range_ok(image->size, sh.sh_offset, sh.sh_size)) {
-            return image_err(err, TETHER_ERR_BAD_IMAGE,
-                             "section %llu [%llu, +%llu) outside the image", (unsigned long long)i,
-                             (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size);
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                    "section %llu [%llu, +%llu) outside the image",
+                                    (unsigned long long)i, (unsigned long long)sh.sh_offset,
+                                    (unsigned long long)sh.sh_size);
         }
         if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) {
             continue;
         }
         if (sh.sh_entsize != sizeof(Elf64_Sym)) {
-            return image_err(err, TETHER_ERR_BAD_IMAGE, "symbol table entry size %llu",
-                             (unsigned long long)sh.sh_entsize);
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "symbol table entry size %llu",
+                                    (unsigned long long)sh.sh_entsize);
         }
         if (sh.sh_link == 0 || !read_shdr(image, &ehdr, sh.sh_link, &strsh) ||
             strsh.sh_type != SHT_STRTAB) {
-            return image_err(err, TETHER_ERR_BAD_IMAGE, "symbol table %llu has no string table",
-                             (unsigned long long)i);
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                    "symbol table %llu has no string table", (unsigned long long)i);
         }
     }
     header_p->type = ehdr.e_type;

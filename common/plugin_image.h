@@ -7,9 +7,9 @@
  * kernel's name stands for; backends use it for what their images carry besides (AMDGPU: the
  * header's flags and ABI, the metadata note, kernel descriptors).  Pure functions over a byte
  * range: no allocation, no global state, safe from any thread; nothing else of common is needed
- * (the AMDGPU code-object parser and its fuzzer link this file alone).  Every read is checked
- * against the range, headers are copied out (the image may be unaligned), so arbitrary bytes are
- * safe input.
+ * but plugin_error.c (the AMDGPU code-object parser and its fuzzer link these two alone).  Every
+ * read is checked against the range, headers are copied out (the image may be unaligned), so
+ * arbitrary bytes are safe input.
  *
  * Formats: LLVM OffloadBinary version 1 (llvm/Object/OffloadBinary.h) and ELF64 little endian.
  */

@@ -86,19 +86,6 @@ void plugin_info_log(const struct plugin *plugin, const struct plugin_device *de
     va_end(ap);
 }
 
-tether_status_t plugin_error_set(struct tether_error *err, tether_status_t status, const char *fmt,
-                                 ...)
-{
-    va_list ap;
-
-    if (err != NULL) {
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
 bool plugin_info_enabled(const struct plugin *plugin, uint32_t bits)
 {
     if (plugin == NULL || plugin->state == NULL) {

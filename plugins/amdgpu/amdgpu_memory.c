@@ -161,20 +161,33 @@ tether_status_t amdgpu_lock_release(struct amdgpu_device *dev, struct amdgpu_loc
  * allocated from an HSA pool (its own address); *lock_p is then NULL and *external_p true.
  * Otherwise *lock_p is our hold (amdgpu_lock_acquire: joining our own lock when the range lies in
  * one, e.g. a transfer in flight, else a new hsa_amd_memory_lock). */
-static tether_status_t amdgpu_host_access(struct amdgpu_device *dev, void *ptr, size_t size,
-                                          void **agent_p, struct amdgpu_lock **lock_p,
-                                          bool *external_p, struct tether_error *err)
+/* True when this plugin locked a range holding [ptr, ptr + size); otherwise *info_p is what the
+ * runtime knows of ptr (type HSA_EXT_POINTER_TYPE_UNKNOWN when it knows nothing). */
+static bool amdgpu_host_info(struct amdgpu_plugin *ap, const void *ptr, size_t size,
+                             hsa_amd_pointer_info_t *info_p)
 {
-    struct amdgpu_plugin *ap = dev->ap;
-    hsa_amd_pointer_info_t info;
     bool ours;
 
     pthread_mutex_lock(&ap->lock_mu);
     ours = amdgpu_lock_find(ap, ptr, size) != NULL;
     pthread_mutex_unlock(&ap->lock_mu);
-    memset(&info, 0, sizeof(info));
-    info.size = sizeof(info);
-    if (!ours && ap->hsa.hsa_amd_pointer_info(ptr, &info, NULL, NULL, NULL) == HSA_STATUS_SUCCESS) {
+    memset(info_p, 0, sizeof(*info_p));
+    info_p->size = sizeof(*info_p);
+    if (!ours &&
+        ap->hsa.hsa_amd_pointer_info(ptr, info_p, NULL, NULL, NULL) != HSA_STATUS_SUCCESS) {
+        memset(info_p, 0, sizeof(*info_p));
+        info_p->type = HSA_EXT_POINTER_TYPE_UNKNOWN;
+    }
+    return ours;
+}
+
+static tether_status_t amdgpu_host_access(struct amdgpu_device *dev, void *ptr, size_t size,
+                                          void **agent_p, struct amdgpu_lock **lock_p,
+                                          bool *external_p, struct tether_error *err)
+{
+    hsa_amd_pointer_info_t info;
+
+    if (!amdgpu_host_info(dev->ap, ptr, size, &info)) {
         uintptr_t p = (uintptr_t)ptr, base = (uintptr_t)info.hostBaseAddress;
 
         if (info.type == HSA_EXT_POINTER_TYPE_LOCKED && p >= base && p - base <= info.sizeInBytes &&
@@ -225,19 +238,9 @@ tether_status_t amdgpu_host_unregister(struct plugin_device *pdev, void *base, s
  * stages through its pinned buffers (instead of locking it for the copy). */
 bool amdgpu_host_pageable(struct plugin_device *pdev, const void *ptr, size_t size)
 {
-    struct amdgpu_device *dev = amdgpu_device_of(pdev);
-    struct amdgpu_plugin *ap = dev->ap;
     hsa_amd_pointer_info_t info;
-    bool ours;
 
-    pthread_mutex_lock(&ap->lock_mu);
-    ours = amdgpu_lock_find(ap, ptr, size) != NULL;
-    pthread_mutex_unlock(&ap->lock_mu);
-    if (ours)
-        return false;
-    memset(&info, 0, sizeof(info));
-    info.size = sizeof(info);
-    return ap->hsa.hsa_amd_pointer_info(ptr, &info, NULL, NULL, NULL) != HSA_STATUS_SUCCESS ||
+    return !amdgpu_host_info(amdgpu_device_of(pdev)->ap, ptr, size, &info) &&
            info.type == HSA_EXT_POINTER_TYPE_UNKNOWN;
 }
 
