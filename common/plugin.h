@@ -11,9 +11,9 @@
  * lives in common/: argument checks, the device table and lazy per-device init, image validation
  * (OffloadBinary/ELF, e_machine, arch), LLVM bitcode images compiled at load time (the backend only
  * turns the compiler's output into its image: ops->jit), the target table, the device
- * environment, the pinned map (lock/unlock and transfers), queue and event pools, grid/block
- * computation, logging and LIBOMPTARGET_INFO messages, error messages that name device, call and
- * cause, the RPC hooks.
+ * environment, the pinned map (lock/unlock and transfers), queue and event pools, synchronous
+ * calls, grid/block computation, logging and LIBOMPTARGET_INFO messages, error messages that name
+ * device, call and cause, the RPC hooks.
  *
  * Objects.  The backend allocates its objects and embeds the generic object FIRST, then gets back
  * to its own type with container_of():
@@ -41,6 +41,11 @@
  *  - Optional slots may be NULL; common checks each at exactly one call site and then either
  *    falls back (documented per slot) or reports TETHER_ERR_UNSUPPORTED.  Slots marked "group"
  *    are all set or all NULL.
+ *  - Every copy and launch gets a queue (never NULL) and only enqueues its work.  A synchronous
+ *    libomptarget call (data_submit, data_retrieve, data_exchange, a launch without AsyncInfo)
+ *    and common's own writes (device environment, globals) take a queue from common's pool,
+ *    which common then synchronises (queue_sync) and gives back: queue_sync is the one place a
+ *    backend waits for its queues' work.
  *
  * Thread safety: libomptarget calls the ABI from many threads at once (host threads, hidden helper
  * threads for nowait, the RPC server thread).  Every slot except plugin_create/plugin_destroy and
@@ -73,7 +78,7 @@ extern "C" {
 
 /* Bumped whenever a slot is added, removed or changes meaning.  plugin_create() in common refuses
  * a table whose version differs (an old backend built against a new common). */
-#define PLUGIN_OPS_VERSION 2
+#define PLUGIN_OPS_VERSION 5
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -142,6 +147,11 @@ struct plugin_device_limits {
      * host pointers for mapped data.  PLUGIN_HOST_ACCESS_*; UNKNOWN (0) says nothing. */
     uint32_t host_access;
     const char *host_access_why; /* static text: where host_access comes from, for messages */
+    /* Queues and events common creates with the device into its pools, so that the first target
+     * regions do not pay for them (CUDA: LIBOMPTARGET_NUM_INITIAL_STREAMS and _EVENTS); 0: made
+     * on first use.  Events only where the backend has the event group. */
+    uint32_t initial_queues;
+    uint32_t initial_events;
 };
 
 enum plugin_host_access {
@@ -192,7 +202,9 @@ struct plugin_launch {
     uint32_t dyn_shared_mem; /* dynamic shared (group) memory per team, bytes */
     uint32_t num_args;       /* number of kernel parameters */
     void **args;             /* num_args pointer-sized parameter VALUES: (char *)TgtArgs[i] +
-                                TgtOffsets[i]; CUDA passes &args[i] as kernelParams[i] */
+                                TgtOffsets[i] */
+    void **arg_ptrs;         /* num_args pointers to them, arg_ptrs[i] == &args[i]: what CUDA's
+                                kernelParams and libffi's argument values take */
     uint64_t tripcount;      /* loop trip count clang computed, 0 if unknown (informational) */
 };
 
@@ -301,11 +313,11 @@ struct plugin_ops {
 
     /* Required.  Host to device copy of size (> 0) bytes.  host_dev is the device-accessible
      * address of `src` when src..src+size lies in a pinned/registered range (from the pinned
-     * map), NULL when src is pageable.  queue NULL: synchronous, the copy is complete (and src
-     * reusable) on return.  queue non-NULL (only if the queue group exists): enqueue and return;
-     * the copy is complete when the queue is synchronised, and the host memory stays valid until
-     * then.  A backend that cannot copy pageable memory asynchronously (host_dev NULL) stages it
-     * or copies synchronously; either is correct. */
+     * map, or common's staging buffers), NULL when src is pageable.  Enqueue on queue (never
+     * NULL) and return: the copy is complete when the queue is synchronised, and the host memory
+     * stays valid until then.  A backend that cannot copy pageable memory asynchronously (host_dev
+     * NULL) copies it synchronously; either is correct.  Large pageable copies reach it staged
+     * when it has host_pageable (below). */
     tether_status_t (*memcpy_h2d)(struct plugin_device *dev, void *dst, const void *src,
                                   size_t size, const void *host_dev, struct plugin_queue *queue,
                                   struct tether_error *err);
@@ -314,8 +326,8 @@ struct plugin_ops {
                                   size_t size, void *host_dev, struct plugin_queue *queue,
                                   struct tether_error *err);
     /* Optional.  Device to device, possibly between two devices of this plugin (src_dev may equal
-     * dst_dev); queue belongs to dst_dev (NULL: synchronous).  NULL slot: libomptarget is told
-     * devices cannot exchange data and stages through the host. */
+     * dst_dev); queue belongs to dst_dev (never NULL).  NULL slot: libomptarget is told devices
+     * cannot exchange data and stages through the host. */
     tether_status_t (*memcpy_d2d)(struct plugin_device *dst_dev, void *dst,
                                   struct plugin_device *src_dev, const void *src, size_t size,
                                   struct plugin_queue *queue, struct tether_error *err);
@@ -330,16 +342,27 @@ struct plugin_ops {
                                      void **dev_ptr_p, bool *external_p, struct tether_error *err);
     tether_status_t (*host_unregister)(struct plugin_device *dev, void *base, size_t size,
                                        struct tether_error *err);
+    /* Optional (needs the event group).  True when [ptr, ptr+size) is host memory the driver does
+     * not know: not registered or pinned through it, not its own allocation (CUDA:
+     * cuPointerGetAttribute fails on it; HSA: hsa_amd_pointer_info says unknown).  Common then
+     * copies large transfers of it through pinned staging buffers of its own (alloc HOST, events,
+     * helper threads: common/plugin_stage.c), which reach memcpy_* with host_dev set.  Asked
+     * only for pageable copies of at least TETHER_STAGE_MIN bytes, never under a common lock.
+     * NULL: no staging. */
+    bool (*host_pageable)(struct plugin_device *dev, const void *ptr, size_t size);
 
-    /* ---- queues (group: all four or none) ------------------------------------------------- */
-    /* Without queues every transfer and launch is synchronous, AsyncInfo->Queue stays NULL and
-     * libomptarget never calls synchronize.  Common pools queues per device: queue_create is
-     * called only when the pool is empty, queue_destroy at shutdown or after a failed sync. */
+    /* ---- queues (required, all four) ------------------------------------------------------ */
+    /* An in-order stream of work.  Common pools queues per device: queue_create is called only
+     * when the pool is empty (and limits.initial_queues times at device init), queue_destroy at
+     * shutdown or after a failed sync.  A backend whose device has no engine to overlap with
+     * (the host) completes work at enqueue and keeps the first error for queue_sync. */
 
     tether_status_t (*queue_create)(struct plugin_device *dev, struct plugin_queue **queue_p,
                                     struct tether_error *err);
     void (*queue_destroy)(struct plugin_device *dev, struct plugin_queue *queue);
-    /* Block until everything enqueued so far completed; return the first error of that work. */
+    /* Block until everything enqueued so far completed; return the first error of that work.
+     * The backend's one wait for a queue: synchronous calls and libomptarget's synchronize both
+     * end here. */
     tether_status_t (*queue_sync)(struct plugin_device *dev, struct plugin_queue *queue,
                                   struct tether_error *err);
     /* Never blocks: *done_p = true when everything enqueued so far completed (or failed: then
@@ -347,9 +370,10 @@ struct plugin_ops {
     tether_status_t (*queue_query)(struct plugin_device *dev, struct plugin_queue *queue,
                                    bool *done_p, struct tether_error *err);
 
-    /* ---- events (group: all five or none; requires queues) ---------------------------------- */
-    /* Used by libomptarget for atomic map transfers.  NULL group: the event calls succeed as
-     * no-ops, which is correct when transfers are synchronous. */
+    /* ---- events (group: all five or none) --------------------------------------------------- */
+    /* Used by libomptarget for atomic map transfers, and by common's staging of pageable copies.
+     * NULL group: the event calls succeed as no-ops, which is correct only for a backend whose
+     * queues complete work at enqueue. */
 
     tether_status_t (*event_create)(struct plugin_device *dev, struct plugin_event **event_p,
                                     struct tether_error *err);
@@ -386,8 +410,8 @@ struct plugin_ops {
                                      struct tether_error *err);
     /* Required.  Free a kernel from kernel_lookup (at shutdown or when a load fails midway). */
     void (*kernel_release)(struct plugin_device *dev, struct plugin_kernel *kernel);
-    /* Required.  Launch with the geometry common computed.  queue NULL: return when the kernel
-     * finished.  queue non-NULL (only if the queue group exists): enqueue and return. */
+    /* Required.  Launch with the geometry common computed: enqueue on queue (never NULL) and
+     * return. */
     tether_status_t (*launch)(struct plugin_device *dev, struct plugin_kernel *kernel,
                               const struct plugin_launch *launch, struct plugin_queue *queue,
                               struct tether_error *err);

@@ -1,12 +1,11 @@
-/* common/plugin_async.c - queue and event pools, synchronize/query_async (see plugin_core.h). */
+/*
+ * common/plugin_async.c - queue and event pools, the queue of each call (an AsyncInfo's, or one
+ * of a synchronous call's own that is synchronised at its end), synchronize/query_async, events,
+ * interop (see plugin_core.h).
+ */
 #include "plugin_state.h"
 
 #include <stdlib.h>
-
-bool plugin_has_queues(const struct plugin *plugin)
-{
-    return plugin != NULL && plugin->ops->queue_create != NULL;
-}
 
 static bool has_events(const struct plugin *plugin)
 {
@@ -32,18 +31,33 @@ static bool grow(void ***arr, size_t *cap, size_t need)
     return true;
 }
 
-tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async_info *async,
-                                     struct plugin_async **pa_p, struct tether_error *err)
+/* Give an event to the device's pool, or destroy it when the pool cannot grow; true when pooled. */
+static bool event_put(struct plugin_device *dev, struct plugin_event *ev)
 {
     struct plugin_device_state *st = dev->state;
-    struct plugin_async *pa = async->Queue;
+    bool pooled = false;
+
+    pthread_mutex_lock(&st->lock);
+    if (grow((void ***)&st->events, &st->cap_events, st->num_events + 1)) {
+        st->events[st->num_events++] = ev;
+        pooled = true;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (!pooled) {
+        dev->plugin->ops->event_destroy(dev, ev);
+    }
+    return pooled;
+}
+
+/* A queue from the device's pool, or a new one when the pool is empty. */
+static tether_status_t queue_take(struct plugin_device *dev, struct plugin_async **pa_p,
+                                  struct tether_error *err)
+{
+    struct plugin_device_state *st = dev->state;
+    struct plugin_async *pa = NULL;
     struct plugin_queue *queue = NULL;
     tether_status_t rc;
 
-    if (pa != NULL) {
-        *pa_p = pa;
-        return TETHER_OK;
-    }
     pthread_mutex_lock(&st->lock);
     if (st->num_queues > 0) {
         pa = st->queues[--st->num_queues];
@@ -62,7 +76,23 @@ tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async
         pa->queue = queue;
     }
     pa->launches = 0;
-    async->Queue = pa;
+    *pa_p = pa;
+    return TETHER_OK;
+}
+
+tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async_info *async,
+                                     struct plugin_async **pa_p, struct tether_error *err)
+{
+    struct plugin_async *pa = async->Queue;
+    tether_status_t rc;
+
+    if (pa == NULL) {
+        rc = queue_take(dev, &pa, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+        async->Queue = pa;
+    }
     *pa_p = pa;
     return TETHER_OK;
 }
@@ -91,6 +121,78 @@ static void async_release(struct plugin_device *dev, struct plugin_async *pa, bo
     }
 }
 
+tether_status_t plugin_queue_begin(struct plugin_device *dev, struct tgt_async_info *async,
+                                   struct plugin_async **pa_p, struct tether_error *err)
+{
+    return async != NULL ? plugin_async_acquire(dev, async, pa_p, err) : queue_take(dev, pa_p, err);
+}
+
+tether_status_t plugin_queue_end(struct plugin_device *dev, struct tgt_async_info *async,
+                                 struct plugin_async *pa, tether_status_t rc,
+                                 struct tether_error *err)
+{
+    if (async != NULL) {
+        return rc;
+    }
+    if (rc == TETHER_OK) {
+        rc = dev->plugin->ops->queue_sync(dev, pa->queue, err);
+    }
+    async_release(dev, pa, rc != TETHER_OK);
+    return rc;
+}
+
+tether_status_t plugin_async_prefill(struct plugin_device *dev, struct tether_error *err)
+{
+    const struct plugin_ops *ops = dev->plugin->ops;
+    tether_status_t rc;
+
+    for (uint32_t i = 0; i < dev->limits.initial_queues; i++) {
+        struct plugin_async *pa = calloc(1, sizeof(*pa));
+
+        if (pa == NULL) {
+            return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "queue record");
+        }
+        rc = ops->queue_create(dev, &pa->queue, err);
+        if (rc != TETHER_OK) {
+            free(pa);
+            return rc;
+        }
+        async_release(dev, pa, false);
+    }
+    for (uint32_t i = 0; has_events(dev->plugin) && i < dev->limits.initial_events; i++) {
+        struct plugin_event *ev;
+
+        rc = ops->event_create(dev, &ev, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+        if (!event_put(dev, ev)) {
+            return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "event pool");
+        }
+    }
+    return TETHER_OK;
+}
+
+void plugin_async_drain(struct plugin_device *dev)
+{
+    const struct plugin_ops *ops = dev->plugin->ops;
+    struct plugin_device_state *st = dev->state;
+
+    for (size_t i = 0; i < st->num_events; i++) {
+        ops->event_destroy(dev, st->events[i]);
+    }
+    free(st->events);
+    st->events = NULL;
+    st->num_events = st->cap_events = 0;
+    for (size_t i = 0; i < st->num_queues; i++) {
+        ops->queue_destroy(dev, st->queues[i]->queue);
+        free(st->queues[i]);
+    }
+    free(st->queues);
+    st->queues = NULL;
+    st->num_queues = st->cap_queues = 0;
+}
+
 tether_status_t plugin_async_sync(struct plugin_device *dev, struct tgt_async_info *async,
                                   struct tether_error *err)
 {
@@ -103,10 +205,6 @@ tether_status_t plugin_async_sync(struct plugin_device *dev, struct tgt_async_in
     pa = async->Queue;
     if (pa == NULL) {
         return TETHER_OK;
-    }
-    if (!plugin_has_queues(dev->plugin)) {
-        return plugin_error_set(err, TETHER_ERR_INVALID,
-                                "AsyncInfo holds a queue but this backend has none");
     }
     rc = dev->plugin->ops->queue_sync(dev, pa->queue, err);
     /* libomptarget requires Queue == NULL after synchronize, success or not. */
@@ -129,10 +227,6 @@ tether_status_t plugin_async_query(struct plugin_device *dev, struct tgt_async_i
     if (pa == NULL) {
         return TETHER_OK;
     }
-    if (!plugin_has_queues(dev->plugin)) {
-        return plugin_error_set(err, TETHER_ERR_INVALID,
-                                "AsyncInfo holds a queue but this backend has none");
-    }
     rc = dev->plugin->ops->queue_query(dev, pa->queue, &done, err);
     if (rc != TETHER_OK) {
         async->Queue = NULL;
@@ -149,7 +243,8 @@ tether_status_t plugin_async_query(struct plugin_device *dev, struct tgt_async_i
 /* ---- events ----------------------------------------------------------------------------- */
 
 /* Without an event group libomptarget still gets a distinct non-NULL handle per event; it is
- * never dereferenced.  Transfers are synchronous then, so every event is complete at once. */
+ * never dereferenced, and every event is complete at once: a backend without events completes
+ * its work at enqueue (the host). */
 static char no_event_marker;
 
 tether_status_t plugin_event_create(struct plugin_device *dev, void **event_p,
@@ -181,23 +276,11 @@ tether_status_t plugin_event_create(struct plugin_device *dev, void **event_p,
 tether_status_t plugin_event_destroy(struct plugin_device *dev, void *event,
                                      struct tether_error *err)
 {
-    struct plugin_device_state *st = dev->state;
-    bool pooled = false;
-
     if (event == NULL) {
         return plugin_error_set(err, TETHER_ERR_INVALID, "NULL event");
     }
-    if (!has_events(dev->plugin)) {
-        return TETHER_OK;
-    }
-    pthread_mutex_lock(&st->lock);
-    if (grow((void ***)&st->events, &st->cap_events, st->num_events + 1)) {
-        st->events[st->num_events++] = event;
-        pooled = true;
-    }
-    pthread_mutex_unlock(&st->lock);
-    if (!pooled) {
-        dev->plugin->ops->event_destroy(dev, event);
+    if (has_events(dev->plugin)) {
+        event_put(dev, event);
     }
     return TETHER_OK;
 }
@@ -280,7 +363,7 @@ tether_status_t plugin_interop_async(struct plugin_device *dev, struct tgt_async
     void *stream = NULL;
     tether_status_t rc;
 
-    if (dev->plugin->ops->interop_info == NULL || !plugin_has_queues(dev->plugin)) {
+    if (dev->plugin->ops->interop_info == NULL) {
         return plugin_error_set(err, TETHER_ERR_UNSUPPORTED,
                                 "this backend has no native stream to hand out");
     }

@@ -1,342 +1,16 @@
-/* common/plugin_core.c - plugin and device life cycle, logging, reports (see plugin_core.h). */
+/*
+ * common/plugin_core.c - the plugin and its devices: the ops-table checks, plugin creation and
+ * destruction, the device table with lazy per-device init and teardown, the pinned map's
+ * callbacks, device descriptions (see plugin_core.h).
+ */
 #include "plugin_state.h"
 #include "plugin_jit.h"
 
-#include "../rpc/server/rpc_env.h"
-#include "plugin_image.h"
-
-#include <dlfcn.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-/* ---- services for backends -------------------------------------------------------------- */
-
-static const char *plugin_name(const struct plugin *plugin)
-{
-    if (plugin == NULL || plugin->ops == NULL || plugin->ops->name == NULL) {
-        return "?";
-    }
-    return plugin->ops->name;
-}
-
-/* TETHER_DEBUG, or LLVM's name for it, LIBOMPTARGET_DEBUG (TETHER_DEBUG wins when both are
- * set). */
-static bool env_debug(void)
-{
-    return plugin_env_bool(plugin_env_pick("TETHER_DEBUG", "LIBOMPTARGET_DEBUG"), false);
-}
-
-/* LIBOMPTARGET_INFO: a 32-bit mask (-1: every bit, as libomptarget reads it). */
-static uint32_t env_info(void)
-{
-    return (uint32_t)plugin_env_int("LIBOMPTARGET_INFO", 0, INT32_MIN, UINT32_MAX);
-}
-
-static bool log_enabled(const struct plugin *plugin, enum plugin_log_level level, uint32_t bits)
-{
-    if (level <= PLUGIN_LOG_WARN) {
-        return true;
-    }
-    if (plugin == NULL || plugin->state == NULL) {
-        /* Before plugin_create attached the state (backend logging while it starts). */
-        return env_debug() || (level == PLUGIN_LOG_INFO && (env_info() & bits) != 0);
-    }
-    if (plugin->state->debug) {
-        return true;
-    }
-    return level == PLUGIN_LOG_INFO && plugin_info_enabled(plugin, bits);
-}
-
-static void log_line(const struct plugin *plugin, const struct plugin_device *dev,
-                     enum plugin_log_level level, const char *fmt, va_list ap)
-{
-    static const char *const prefix[] = {"error: ", "warning: ", "", "debug: "};
-    char line[1024];
-    int used;
-
-    if (dev != NULL) {
-        used = snprintf(line, sizeof(line), "tether (%s): device %d: %s", plugin_name(plugin),
-                        (int)dev->id, prefix[level]);
-    } else {
-        used = snprintf(line, sizeof(line), "tether (%s): %s", plugin_name(plugin), prefix[level]);
-    }
-    if (used < 0 || (size_t)used >= sizeof(line)) {
-        used = 0;
-    }
-    vsnprintf(line + used, sizeof(line) - (size_t)used, fmt, ap);
-    /* One write per message so lines from several threads do not interleave. */
-    fprintf(stderr, "%s\n", line);
-}
-
-void plugin_log(const struct plugin *plugin, const struct plugin_device *dev,
-                enum plugin_log_level level, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!log_enabled(plugin, level, PLUGIN_INFO_PLUGIN)) {
-        return;
-    }
-    va_start(ap, fmt);
-    log_line(plugin, dev, level, fmt, ap);
-    va_end(ap);
-}
-
-void plugin_info_log(const struct plugin *plugin, const struct plugin_device *dev, uint32_t bits,
-                     const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!log_enabled(plugin, PLUGIN_LOG_INFO, bits)) {
-        return;
-    }
-    va_start(ap, fmt);
-    log_line(plugin, dev, PLUGIN_LOG_INFO, fmt, ap);
-    va_end(ap);
-}
-
-tether_status_t plugin_error_set(struct tether_error *err, tether_status_t status, const char *fmt,
-                                 ...)
-{
-    va_list ap;
-
-    if (err != NULL) {
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
-bool plugin_info_enabled(const struct plugin *plugin, uint32_t bits)
-{
-    if (plugin == NULL || plugin->state == NULL) {
-        return false;
-    }
-    return plugin->state->debug ||
-           (atomic_load_explicit(&plugin->state->info_flags, memory_order_relaxed) & bits) != 0;
-}
-
-int64_t plugin_env_int(const char *name, int64_t def, int64_t min, int64_t max)
-{
-    return tether_env_int(name, def, min, max);
-}
-
-bool plugin_env_bool(const char *name, bool def)
-{
-    return tether_env_bool(name, def);
-}
-
-int plugin_env_choice(const char *name, const char *const *choices, int def)
-{
-    return tether_env_choice(name, choices, def);
-}
-
-const char *plugin_env_str(const char *name)
-{
-    return tether_env_str(name);
-}
-
-const char *plugin_env_pick(const char *name, const char *llvm_name)
-{
-    return tether_env_pick(name, llvm_name);
-}
-
-void plugin_env_warn(const char *name, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    tether_env_warn(name, "%s", line);
-}
-
-void plugin_region_describe(const char *kernel, char *buf, size_t len)
-{
-    typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
-    struct image_region region;
-    char function[256];
-    char *demangled = NULL;
-    size_t n;
-
-    if (!image_region_decode(kernel, &region)) {
-        snprintf(buf, len, "kernel %s", kernel != NULL ? kernel : "?");
-        return;
-    }
-    n = region.function_len < sizeof(function) - 1 ? region.function_len : sizeof(function) - 1;
-    memcpy(function, region.function, n);
-    function[n] = '\0';
-    if (strncmp(function, "_Z", 2) == 0) {
-        /* C++: demangled where the C++ runtime is in the process (libomptarget is C++). */
-        void *sym = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-        demangle_fn demangle = NULL;
-        int status = -1;
-
-        memcpy(&demangle, &sym, sizeof(demangle));
-        if (demangle != NULL) {
-            demangled = demangle(function, NULL, NULL, &status);
-            if (status != 0) {
-                free(demangled);
-                demangled = NULL;
-            }
-        }
-    }
-    snprintf(buf, len, "the target region in %s at line %u",
-             demangled != NULL ? demangled : function, (unsigned)region.line);
-    free(demangled);
-}
-
-void plugin_report(const struct plugin *plugin, int32_t id, const char *call,
-                   tether_status_t status, const struct tether_error *err)
-{
-    const char *msg = (err != NULL && err->msg[0] != '\0') ? err->msg : NULL;
-    int offset = -1;
-
-    if (plugin != NULL && plugin->state != NULL) {
-        offset = atomic_load(&plugin->state->global_offset);
-    }
-    if (id >= 0 && offset > 0) {
-        /* The plugin's devices do not start at OpenMP device 0: name both numbers. */
-        fprintf(stderr, "tether (%s): device %d (OpenMP device %d): %s failed: %s%s%s\n",
-                plugin_name(plugin), (int)id, offset + (int)id, call, tether_status_str(status),
-                msg ? ": " : "", msg ? msg : "");
-    } else if (id >= 0) {
-        fprintf(stderr, "tether (%s): device %d: %s failed: %s%s%s\n", plugin_name(plugin), (int)id,
-                call, tether_status_str(status), msg ? ": " : "", msg ? msg : "");
-    } else {
-        fprintf(stderr, "tether (%s): %s failed: %s%s%s\n", plugin_name(plugin), call,
-                tether_status_str(status), msg ? ": " : "", msg ? msg : "");
-    }
-}
-
-/* ---- why an image finds no device (docs/plugin-interface.md, "Messages") ------------------ */
-
-/* Backends of this process without devices, and the messages already printed about images no
- * device takes.  Shared by every tether plugin of the process like tether_rtl_env_warned
- * (rpc/server/rpc_env.h): the plugin that sees an image it cannot run (the x86_64 plugin sees
- * every image first, in libomptarget's order) tells why the plugin for it has no device. */
-#define ABSENT_MAX 8
-#define TOLD_MAX 32
-
-struct plugin_absent {
-    pthread_mutex_t lock;
-    unsigned count, told_count;
-    struct {
-        uint16_t machine;
-        char name[16];
-        char why[TETHER_ERROR_MSG_MAX];
-    } entry[ABSENT_MAX];
-    uint64_t told[TOLD_MAX]; /* hashes of the messages printed */
-};
-
-__attribute__((visibility("default"))) extern struct plugin_absent tether_rtl_absent;
-struct plugin_absent tether_rtl_absent = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* OMP_TARGET_OFFLOAD (libomp's knob, which libomp checks): MANDATORY makes libomptarget stop at
- * the first target region no device runs, saying only that offloading failed. */
-static bool offload_mandatory(void)
-{
-    const char *s = plugin_env_str("OMP_TARGET_OFFLOAD");
-
-    return s != NULL && strcasecmp(s, "MANDATORY") == 0;
-}
-
-static void absent_record(const struct plugin_ops *ops, const char *why)
-{
-    struct plugin_absent *a = &tether_rtl_absent;
-
-    pthread_mutex_lock(&a->lock);
-    if (a->count < ABSENT_MAX) {
-        a->entry[a->count].machine = ops->elf_machine;
-        snprintf(a->entry[a->count].name, sizeof(a->entry[0].name), "%s", ops->name);
-        snprintf(a->entry[a->count].why, sizeof(a->entry[0].why), "%s", why);
-        a->count++;
-    }
-    pthread_mutex_unlock(&a->lock);
-}
-
-/* True the first time this exact line is to be printed in the process. */
-static bool told_first(const char *line)
-{
-    struct plugin_absent *a = &tether_rtl_absent;
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    bool first = true;
-
-    for (const char *p = line; *p != '\0'; p++) {
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    }
-    pthread_mutex_lock(&a->lock);
-    for (unsigned i = 0; i < a->told_count; i++) {
-        if (a->told[i] == h) {
-            first = false;
-            break;
-        }
-    }
-    if (first && a->told_count < TOLD_MAX) {
-        a->told[a->told_count++] = h;
-    }
-    pthread_mutex_unlock(&a->lock);
-    return first;
-}
-
-/* Print `line` for plugin `name`: a warning when offloading is mandatory, else an info line
- * (LIBOMPTARGET_INFO & 0x10 or TETHER_DEBUG); once per process either way. */
-static void tell(const struct plugin *plugin, const char *name, const char *line)
-{
-    bool mandatory = offload_mandatory();
-
-    if (!mandatory && !log_enabled(plugin, PLUGIN_LOG_INFO, PLUGIN_INFO_PLUGIN)) {
-        return;
-    }
-    if (!told_first(line)) {
-        return;
-    }
-    if (mandatory) {
-        fprintf(stderr, "tether (%s): warning: offloading is mandatory, and %s\n", name, line);
-    } else {
-        fprintf(stderr, "tether (%s): %s\n", name, line);
-    }
-}
-
-void plugin_image_refused(struct plugin *plugin, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    tell(plugin, plugin_name(plugin), line);
-}
-
-void plugin_image_unserved(struct plugin *plugin, uint16_t machine, const char *arch)
-{
-    struct plugin_absent *a = &tether_rtl_absent;
-    char name[16] = "", why[TETHER_ERROR_MSG_MAX] = "";
-    char line[512];
-
-    pthread_mutex_lock(&a->lock);
-    for (unsigned i = 0; i < a->count; i++) {
-        if (a->entry[i].machine == machine) {
-            snprintf(name, sizeof(name), "%s", a->entry[i].name);
-            snprintf(why, sizeof(why), "%s", a->entry[i].why);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&a->lock);
-    if (name[0] == '\0') {
-        return; /* a plugin with devices may still take it, or none of tether's is for it */
-    }
-    snprintf(line, sizeof(line), "the program's image for the %s plugin%s%s%s has no device: %s",
-             name, arch != NULL && arch[0] != '\0' ? " (arch " : "", arch != NULL ? arch : "",
-             arch != NULL && arch[0] != '\0' ? ")" : "", why);
-    tell(plugin, name, line);
-}
 
 /* ---- plugin ----------------------------------------------------------------------------- */
 
@@ -366,6 +40,10 @@ static tether_status_t check_ops(const struct plugin_ops *ops, struct tether_err
     REQUIRE_(free)
     REQUIRE_(memcpy_h2d)
     REQUIRE_(memcpy_d2h)
+    REQUIRE_(queue_create)
+    REQUIRE_(queue_destroy)
+    REQUIRE_(queue_sync)
+    REQUIRE_(queue_query)
     REQUIRE_(module_load)
     REQUIRE_(module_unload)
     REQUIRE_(global_lookup)
@@ -374,25 +52,23 @@ static tether_status_t check_ops(const struct plugin_ops *ops, struct tether_err
     REQUIRE_(launch)
 #undef REQUIRE_
     {
-        int queues =
-            !!ops->queue_create + !!ops->queue_destroy + !!ops->queue_sync + !!ops->queue_query;
         int events = !!ops->event_create + !!ops->event_destroy + !!ops->event_record +
                      !!ops->event_wait + !!ops->event_sync;
 
-        if (queues != 0 && queues != 4) {
+        if (events != 0 && events != 5) {
             return plugin_error_set(err, TETHER_ERR_INVALID,
-                                    "backend ops: queue slots must be all set or all NULL");
-        }
-        if (events != 0 && (events != 5 || queues == 0)) {
-            return plugin_error_set(err, TETHER_ERR_INVALID,
-                                    "backend ops: event slots must be all set (with queues) or "
-                                    "all NULL");
+                                    "backend ops: event slots must be all set or all NULL");
         }
         if ((ops->host_register == NULL) != (ops->host_unregister == NULL) ||
             (ops->shared_alloc == NULL) != (ops->shared_free == NULL)) {
             return plugin_error_set(err, TETHER_ERR_INVALID,
                                     "backend ops: host_register/unregister and "
                                     "shared_alloc/free come in pairs");
+        }
+        if (ops->host_pageable != NULL && events == 0) {
+            return plugin_error_set(err, TETHER_ERR_INVALID,
+                                    "backend ops: host_pageable needs the event slots (staging "
+                                    "waits for its buffers with events)");
         }
     }
     return TETHER_OK;
@@ -417,8 +93,8 @@ tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plug
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "plugin state");
     }
     state->name = ops->name;
-    atomic_init(&state->info_flags, env_info());
-    state->debug = env_debug();
+    atomic_init(&state->info_flags, plugin_env_info());
+    state->debug = plugin_env_debug();
     state->env_shared_mem =
         (uint32_t)plugin_env_int("LIBOMPTARGET_SHARED_MEMORY_SIZE", 0, 0, UINT32_MAX);
     plugin_launch_env_read(&state->launch_env);
@@ -434,7 +110,7 @@ tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plug
         if (snprintf(why, sizeof(why), "its start failed: %s", err->msg) >= (int)sizeof(why)) {
             why[sizeof(why) - 1] = '\0';
         }
-        absent_record(ops, why);
+        plugin_absent_record(ops, why);
         goto destroy_seen_lock;
     }
     plugin->ops = ops;
@@ -450,7 +126,7 @@ tether_status_t plugin_create(const struct plugin_ops *ops, struct plugin **plug
         const char *why = err->msg[0] != '\0' ? err->msg : "the backend found no device";
 
         plugin_log(plugin, NULL, PLUGIN_LOG_INFO, "%s", why);
-        absent_record(ops, why);
+        plugin_absent_record(ops, why);
         err->msg[0] = '\0';
     }
     if (n > 0) {
@@ -498,9 +174,10 @@ void plugin_destroy(struct plugin *plugin)
     }
     state = plugin->state;
     plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG, "shutting down");
-    /* Unpin what tether still holds while the devices (and their contexts) still exist. */
-    plugin_pin_device_set(NULL);
-    pinned_map_destroy(state->pinned);
+    /* Unpin what tether still holds while the devices (and their contexts) still exist, through
+     * the first live one: a registration is valid for every device (docs/pinned-memory.md).
+     * Without a live device nothing was ever pinned. */
+    pinned_map_destroy(state->pinned, plugin_device_first(plugin));
     state->pinned = NULL;
     for (int32_t i = 0; i < plugin->num_devices; i++) {
         struct plugin_device *dev = plugin_device_peek(plugin, i);
@@ -511,7 +188,8 @@ void plugin_destroy(struct plugin *plugin)
         pthread_mutex_destroy(&state->slots[i].lock);
     }
     free(state->slots);
-    plugin_jit_shutdown(); /* the JIT images, now that no module uses them */
+    plugin_stage_shutdown(); /* the copy threads, now that no device copies */
+    plugin_jit_shutdown();   /* the JIT images, now that no module uses them */
     seen = state->seen;
     while (seen != NULL) {
         struct plugin_seen_image *next = seen->next;
@@ -546,37 +224,12 @@ bool plugin_usm_unreachable(const struct plugin_device *dev)
 /* ---- devices ---------------------------------------------------------------------------- */
 
 /* Pinned-map callbacks: the backend's host_register/host_unregister, or the identity.  The map
- * belongs to the plugin; the device whose call reached the map is kept per thread, and a call
- * without one (the map's destruction at shutdown) goes through the first live device. */
-static _Thread_local struct plugin_device *pin_device_tls;
-
-void plugin_pin_device_set(struct plugin_device *dev)
+ * belongs to the plugin (ctx); call_ctx is the device whose call reached the map. */
+static tether_status_t pin_cb(void *ctx, void *call_ctx, void *ptr, size_t size, void **dev_ptr_p,
+                              bool *external_p, struct tether_error *err)
 {
-    pin_device_tls = dev;
-}
-
-static struct plugin_device *pin_device(struct plugin *plugin)
-{
-    struct plugin_device *dev = pin_device_tls;
-
-    if (dev != NULL && dev->plugin == plugin) {
-        return dev;
-    }
-    for (int32_t i = 0; i < plugin->num_devices; i++) {
-        dev = plugin_device_peek(plugin, i);
-        if (dev != NULL) {
-            return dev;
-        }
-    }
-    return NULL;
-}
-
-static tether_status_t pin_cb(void *ctx, void *ptr, size_t size, void **dev_ptr_p, bool *external_p,
-                              struct tether_error *err)
-{
-    struct plugin *plugin = ctx;
-    const struct plugin_ops *ops = plugin->ops;
-    struct plugin_device *dev = pin_device(plugin);
+    const struct plugin_ops *ops = ((struct plugin *)ctx)->ops;
+    struct plugin_device *dev = call_ctx;
     struct tether_error local;
 
     if (ops->host_register == NULL) {
@@ -584,21 +237,18 @@ static tether_status_t pin_cb(void *ctx, void *ptr, size_t size, void **dev_ptr_
         *external_p = false;
         return TETHER_OK;
     }
-    if (dev == NULL) {
-        return plugin_error_set(err, TETHER_ERR_NO_DEVICE, "no initialised device to pin %p", ptr);
-    }
     return ops->host_register(dev, ptr, size, dev_ptr_p, external_p, err ? err : &local);
 }
 
-static tether_status_t unpin_cb(void *ctx, void *base, size_t size, struct tether_error *err)
+static tether_status_t unpin_cb(void *ctx, void *call_ctx, void *base, size_t size,
+                                struct tether_error *err)
 {
-    struct plugin *plugin = ctx;
-    const struct plugin_ops *ops = plugin->ops;
-    struct plugin_device *dev = pin_device(plugin);
+    const struct plugin_ops *ops = ((struct plugin *)ctx)->ops;
+    struct plugin_device *dev = call_ctx;
     struct tether_error local;
 
     if (ops->host_unregister == NULL || dev == NULL) {
-        return TETHER_OK;
+        return TETHER_OK; /* identity pinning, or no device ever pinned anything */
     }
     return ops->host_unregister(dev, base, size, err ? err : &local);
 }
@@ -666,6 +316,14 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     if (rc != TETHER_OK) {
         goto destroy_device;
     }
+    rc = plugin_async_prefill(dev, err);
+    if (rc != TETHER_OK) {
+        goto destroy_pools;
+    }
+    rc = plugin_stage_create(dev, err);
+    if (rc != TETHER_OK) {
+        goto destroy_pools;
+    }
     if (ops->device_name != NULL) {
         ops->device_name(dev, state->name, sizeof(state->name));
     }
@@ -688,6 +346,9 @@ static tether_status_t device_init(struct plugin *plugin, int32_t id, struct plu
     *dev_p = dev;
     return TETHER_OK;
 
+destroy_pools:
+    plugin_async_drain(dev);
+    plugin_pool_destroy(dev);
 destroy_device:
     dev->state = NULL;
     ops->device_destroy(dev);
@@ -739,6 +400,18 @@ struct plugin_device *plugin_device_peek(struct plugin *plugin, int32_t id)
     return atomic_load_explicit(&plugin->state->slots[id].device, memory_order_acquire);
 }
 
+struct plugin_device *plugin_device_first(struct plugin *plugin)
+{
+    for (int32_t i = 0; i < plugin->num_devices; i++) {
+        struct plugin_device *dev = plugin_device_peek(plugin, i);
+
+        if (dev != NULL) {
+            return dev;
+        }
+    }
+    return NULL;
+}
+
 void plugin_device_teardown(struct plugin_device *dev)
 {
     const struct plugin_ops *ops = dev->plugin->ops;
@@ -753,15 +426,8 @@ void plugin_device_teardown(struct plugin_device *dev)
         plugin_loaded_release(dev, loaded);
         loaded = next;
     }
-    for (size_t i = 0; i < state->num_events; i++) {
-        ops->event_destroy(dev, state->events[i]);
-    }
-    free(state->events);
-    for (size_t i = 0; i < state->num_queues; i++) {
-        ops->queue_destroy(dev, state->queues[i]->queue);
-        free(state->queues[i]);
-    }
-    free(state->queues);
+    plugin_stage_destroy(dev);
+    plugin_async_drain(dev);
     while (state->interops != NULL) {
         struct plugin_interop *io = state->interops;
 
@@ -848,7 +514,6 @@ void plugin_print_device_info(struct plugin *plugin, int32_t id)
     if (dev->limits.pci_bus_id[0] != '\0') {
         emit_stdout(NULL, "PCI bus id", "%s", dev->limits.pci_bus_id);
     }
-    emit_stdout(NULL, "Queues (async)", "%s", plugin_has_queues(plugin) ? "yes" : "no");
     emit_stdout(NULL, "Pinned ranges", "%zu", pinned_map_count(dev->plugin->state->pinned));
     if (plugin->ops->device_info != NULL) {
         plugin->ops->device_info(dev, emit_stdout, NULL);

@@ -91,7 +91,8 @@ tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32
  * else is TETHER_ERR_NOT_FOUND and nothing is freed (a second free, a pointer inside). */
 tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t kind,
                                    struct tether_error *err);
-/* Host to device (async NULL: synchronous; otherwise on the AsyncInfo's queue). */
+/* Host to device, on the AsyncInfo's queue; async NULL: synchronous (on a queue of the call's own,
+ * synchronised before return). */
 tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const void *hst,
                                    int64_t size, struct tgt_async_info *async,
                                    struct tether_error *err);
@@ -157,8 +158,6 @@ tether_status_t plugin_interop_device(struct plugin_device *dev, struct tgt_devi
  * queue of its own; the device owns it until teardown (libomptarget 16 never releases it). */
 tether_status_t plugin_interop_async(struct plugin_device *dev, struct tgt_async_info **async_p,
                                      struct tether_error *err);
-/* True when the backend offers queues (and so *_async and synchronize do real work). */
-bool plugin_has_queues(const struct plugin *plugin);
 
 tether_status_t plugin_event_create(struct plugin_device *dev, void **event_p,
                                     struct tether_error *err);

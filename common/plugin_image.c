@@ -186,6 +186,176 @@ tether_status_t image_elf_check(const struct plugin_image *image, uint16_t machi
     return TETHER_OK;
 }
 
+tether_status_t image_elf_header(const struct plugin_image *image,
+                                 struct image_elf_header *header_p, struct tether_error *err)
+{
+    Elf64_Ehdr ehdr;
+    uint64_t shnum = 0;
+
+    if (image == NULL || image->start == NULL) {
+        return plugin_error_set(err, TETHER_ERR_INVALID, "no image");
+    }
+    if (image->size < sizeof(ehdr)) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "%zu bytes is too small for an ELF header", image->size);
+    }
+    memcpy(&ehdr, image->start, sizeof(ehdr));
+    if (memcmp(ehdr.e_ident, ELFMAG, SELFMAG) != 0) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "not an ELF file");
+    }
+    if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_ident[EI_DATA] != ELFDATA2LSB) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "not a 64-bit little-endian ELF file");
+    }
+    if (ehdr.e_shoff != 0 && ehdr.e_shnum != 0) {
+        if (ehdr.e_shentsize != sizeof(Elf64_Shdr)) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "section header size %u",
+                                    (unsigned)ehdr.e_shentsize);
+        }
+        if (!range_ok(image->size, ehdr.e_shoff, (uint64_t)ehdr.e_shnum * sizeof(Elf64_Shdr))) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                    "section table [%llu, +%u entries) outside the image",
+                                    (unsigned long long)ehdr.e_shoff, (unsigned)ehdr.e_shnum);
+        }
+        shnum = ehdr.e_shnum;
+    } else if (ehdr.e_shoff != 0) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "extended section numbering is not supported");
+    }
+    for (uint64_t i = 1; i < shnum; i++) {
+        Elf64_Shdr sh, strsh;
+
+        if (!read_shdr(image, &ehdr, i, &sh)) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "section %llu unreadable",
+                                    (unsigned long long)i);
+        }
+        if (sh.sh_type != SHT_NOBITS && !range_ok(image->size, sh.sh_offset, sh.sh_size)) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                    "section %llu [%llu, +%llu) outside the image",
+                                    (unsigned long long)i, (unsigned long long)sh.sh_offset,
+                                    (unsigned long long)sh.sh_size);
+        }
+        if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) {
+            continue;
+        }
+        if (sh.sh_entsize != sizeof(Elf64_Sym)) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE, "symbol table entry size %llu",
+                                    (unsigned long long)sh.sh_entsize);
+        }
+        if (sh.sh_link == 0 || !read_shdr(image, &ehdr, sh.sh_link, &strsh) ||
+            strsh.sh_type != SHT_STRTAB) {
+            return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                    "symbol table %llu has no string table", (unsigned long long)i);
+        }
+    }
+    header_p->type = ehdr.e_type;
+    header_p->machine = ehdr.e_machine;
+    header_p->flags = ehdr.e_flags;
+    header_p->osabi = ehdr.e_ident[EI_OSABI];
+    header_p->abi_version = ehdr.e_ident[EI_ABIVERSION];
+    return TETHER_OK;
+}
+
+/* Search the notes in [off, off + len) of the image, padded to align (4 or 8). */
+static tether_status_t scan_notes(const struct plugin_image *image, uint64_t off, uint64_t len,
+                                  uint64_t align, const char *owner, uint32_t type,
+                                  const void **desc_p, size_t *size_p)
+{
+    const uint8_t *p = (const uint8_t *)image->start + off;
+    const uint8_t *end = p + len;
+    size_t owner_len = strlen(owner) + 1;
+
+    align = align == 8 ? 8 : 4;
+    while ((size_t)(end - p) >= 3 * sizeof(uint32_t)) {
+        uint32_t namesz, descsz, ntype;
+        uint64_t name_span, desc_span;
+        const uint8_t *name, *desc;
+
+        memcpy(&namesz, p, 4);
+        memcpy(&descsz, p + 4, 4);
+        memcpy(&ntype, p + 8, 4);
+        name = p + 12;
+        name_span = ((uint64_t)namesz + align - 1) & ~(align - 1);
+        if (name_span > (uint64_t)(end - name)) {
+            return TETHER_ERR_BAD_IMAGE;
+        }
+        desc = name + name_span;
+        desc_span = ((uint64_t)descsz + align - 1) & ~(align - 1);
+        if (descsz > (uint64_t)(end - desc)) {
+            return TETHER_ERR_BAD_IMAGE;
+        }
+        if (ntype == type && namesz == owner_len && memcmp(name, owner, owner_len) == 0) {
+            *desc_p = desc;
+            *size_p = descsz;
+            return TETHER_OK;
+        }
+        if (desc_span >= (uint64_t)(end - desc)) {
+            break;
+        }
+        p = desc + desc_span;
+    }
+    return TETHER_ERR_NOT_FOUND;
+}
+
+tether_status_t image_elf_note(const struct plugin_image *image, const char *owner, uint32_t type,
+                               const void **desc_p, size_t *size_p)
+{
+    struct image_elf_header header;
+    Elf64_Ehdr ehdr;
+    tether_status_t st;
+
+    if (owner == NULL || desc_p == NULL || size_p == NULL) {
+        return TETHER_ERR_INVALID;
+    }
+    st = image_elf_header(image, &header, NULL);
+    if (st != TETHER_OK) {
+        return st;
+    }
+    memcpy(&ehdr, image->start, sizeof(ehdr));
+    if (ehdr.e_shoff != 0 && ehdr.e_shnum != 0) {
+        for (uint64_t i = 1; i < ehdr.e_shnum; i++) {
+            Elf64_Shdr sh;
+
+            if (!read_shdr(image, &ehdr, i, &sh)) {
+                return TETHER_ERR_BAD_IMAGE;
+            }
+            if (sh.sh_type != SHT_NOTE) {
+                continue;
+            }
+            st = scan_notes(image, sh.sh_offset, sh.sh_size, sh.sh_addralign, owner, type, desc_p,
+                            size_p);
+            if (st != TETHER_ERR_NOT_FOUND) {
+                return st;
+            }
+        }
+        return TETHER_ERR_NOT_FOUND;
+    }
+    /* No section table: the program headers. */
+    if (ehdr.e_phoff == 0 || ehdr.e_phnum == 0) {
+        return TETHER_ERR_NOT_FOUND;
+    }
+    if (ehdr.e_phentsize != sizeof(Elf64_Phdr) ||
+        !range_ok(image->size, ehdr.e_phoff, (uint64_t)ehdr.e_phnum * sizeof(Elf64_Phdr))) {
+        return TETHER_ERR_BAD_IMAGE;
+    }
+    for (uint64_t i = 0; i < ehdr.e_phnum; i++) {
+        Elf64_Phdr ph;
+
+        memcpy(&ph, (const uint8_t *)image->start + ehdr.e_phoff + i * sizeof(Elf64_Phdr),
+               sizeof(ph));
+        if (ph.p_type != PT_NOTE) {
+            continue;
+        }
+        if (!range_ok(image->size, ph.p_offset, ph.p_filesz)) {
+            return TETHER_ERR_BAD_IMAGE;
+        }
+        st = scan_notes(image, ph.p_offset, ph.p_filesz, ph.p_align, owner, type, desc_p, size_p);
+        if (st != TETHER_ERR_NOT_FOUND) {
+            return st;
+        }
+    }
+    return TETHER_ERR_NOT_FOUND;
+}
+
 /* Search one symbol table section for `name`: defined, or (`undefined`) an undefined one, which
  * only `sym_p->bind` describes. */
 static bool find_in_table(const struct plugin_image *image, const Elf64_Ehdr *ehdr,

@@ -1,5 +1,6 @@
 /* common/plugin_jit.c - LLVM bitcode images compiled at load time (see plugin_jit.h). */
 #include "plugin_jit.h"
+#include "plugin_state.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -597,13 +598,6 @@ dispose_context:
 
 /* ---- the plugin's side: acceptance, the cache of compiled images ---------------------------- */
 
-static bool jit_offload_mandatory(void)
-{
-    const char *s = getenv("OMP_TARGET_OFFLOAD");
-
-    return s != NULL && strcasecmp(s, "mandatory") == 0;
-}
-
 /* Once per reason and plugin library: why a bitcode image is refused. */
 static atomic_bool jit_said_no_llvm, jit_said_refusal;
 
@@ -619,7 +613,7 @@ jit_refuse_once(struct plugin *plugin, atomic_bool *said, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    plugin_log(plugin, NULL, jit_offload_mandatory() ? PLUGIN_LOG_WARN : PLUGIN_LOG_INFO, "%s",
+    plugin_log(plugin, NULL, plugin_offload_mandatory() ? PLUGIN_LOG_WARN : PLUGIN_LOG_INFO, "%s",
                line);
 }
 

@@ -69,7 +69,6 @@ tether_status_t plugin_data_alloc(struct plugin_device *dev, int64_t size, int32
         return plugin_error_set(err, TETHER_ERR_INTERNAL, "backend alloc returned NULL");
     }
     if (bkind == PLUGIN_ALLOC_HOST) {
-        plugin_pin_device_set(dev);
         rc = pinned_map_register(dev->plugin->state->pinned, ptr, (size_t)size, ptr, err);
         if (rc != TETHER_OK) {
             goto free_ptr;
@@ -123,7 +122,6 @@ tether_status_t plugin_data_delete(struct plugin_device *dev, void *ptr, int32_t
                                 kind_name(kind));
     }
     if (pinned_map_lookup(pinned, ptr, 1, NULL)) {
-        plugin_pin_device_set(dev);
         rc = pinned_map_unregister(pinned, ptr, err);
         if (rc == TETHER_OK) {
             return dev->plugin->ops->free(dev, ptr, PLUGIN_ALLOC_HOST, err);
@@ -154,29 +152,12 @@ static tether_status_t check_copy(const void *a, const void *b, int64_t size,
     return TETHER_OK;
 }
 
-/* The queue for this copy: NULL for a synchronous one. */
-static tether_status_t copy_queue(struct plugin_device *dev, struct tgt_async_info *async,
-                                  struct plugin_async **pa_p, struct tether_error *err)
-{
-    struct plugin_async *pa = NULL;
-    tether_status_t rc;
-
-    if (async != NULL && plugin_has_queues(dev->plugin)) {
-        rc = plugin_async_acquire(dev, async, &pa, err);
-        if (rc != TETHER_OK) {
-            return rc;
-        }
-    }
-    *pa_p = pa;
-    return TETHER_OK;
-}
-
 static void log_transfer(struct plugin_device *dev, const char *dir, const void *hst, int64_t size,
-                         const void *host_dev, const struct plugin_async *pa)
+                         const void *host_dev, const struct tgt_async_info *async)
 {
     plugin_info_log(dev->plugin, dev, PLUGIN_INFO_DATA_TRANSFER, "%s %lld bytes, host %p %s, %s",
                     dir, (long long)size, hst, host_dev ? "pinned" : "pageable",
-                    pa ? "queued" : "synchronous");
+                    async ? "queued" : "synchronous");
 }
 
 /* What host<->device copies share: argument checks, the pinned-map lookup (host_dev is the
@@ -197,11 +178,11 @@ static tether_status_t copy_prepare(struct plugin_device *dev, const void *tgt, 
     if (!pinned_map_lookup(dev->plugin->state->pinned, hst, (size_t)size, host_dev_p)) {
         *host_dev_p = NULL;
     }
-    rc = copy_queue(dev, async, pa_p, err);
+    rc = plugin_queue_begin(dev, async, pa_p, err);
     if (rc != TETHER_OK) {
         return rc;
     }
-    log_transfer(dev, dir, hst, size, *host_dev_p, *pa_p);
+    log_transfer(dev, dir, hst, size, *host_dev_p, async);
     *run_p = true;
     return TETHER_OK;
 }
@@ -219,8 +200,10 @@ tether_status_t plugin_data_submit(struct plugin_device *dev, void *tgt, const v
     if (rc != TETHER_OK || !run) {
         return rc;
     }
-    return dev->plugin->ops->memcpy_h2d(dev, tgt, hst, (size_t)size, host_dev,
-                                        pa ? pa->queue : NULL, err);
+    if (host_dev != NULL || !plugin_stage_h2d(dev, tgt, hst, (size_t)size, pa->queue, &rc, err)) {
+        rc = dev->plugin->ops->memcpy_h2d(dev, tgt, hst, (size_t)size, host_dev, pa->queue, err);
+    }
+    return plugin_queue_end(dev, async, pa, rc, err);
 }
 
 tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const void *tgt,
@@ -236,8 +219,10 @@ tether_status_t plugin_data_retrieve(struct plugin_device *dev, void *hst, const
     if (rc != TETHER_OK || !run) {
         return rc;
     }
-    return dev->plugin->ops->memcpy_d2h(dev, hst, tgt, (size_t)size, host_dev,
-                                        pa ? pa->queue : NULL, err);
+    if (host_dev != NULL || !plugin_stage_d2h(dev, hst, tgt, (size_t)size, pa->queue, &rc, err)) {
+        rc = dev->plugin->ops->memcpy_d2h(dev, hst, tgt, (size_t)size, host_dev, pa->queue, err);
+    }
+    return plugin_queue_end(dev, async, pa, rc, err);
 }
 
 bool plugin_data_exchangeable(const struct plugin *plugin)
@@ -260,12 +245,26 @@ tether_status_t plugin_data_exchange(struct plugin_device *src_dev, const void *
     if (rc != TETHER_OK || size == 0) {
         return rc;
     }
-    rc = copy_queue(dst_dev, async, &pa, err);
+    rc = plugin_queue_begin(dst_dev, async, &pa, err);
     if (rc != TETHER_OK) {
         return rc;
     }
-    return dst_dev->plugin->ops->memcpy_d2d(dst_dev, dst, src_dev, src, (size_t)size,
-                                            pa ? pa->queue : NULL, err);
+    rc = dst_dev->plugin->ops->memcpy_d2d(dst_dev, dst, src_dev, src, (size_t)size, pa->queue, err);
+    return plugin_queue_end(dst_dev, async, pa, rc, err);
+}
+
+tether_status_t plugin_write_device(struct plugin_device *dev, void *dst, const void *src,
+                                    size_t size, struct tether_error *err)
+{
+    struct plugin_async *pa = NULL;
+    tether_status_t rc;
+
+    rc = plugin_queue_begin(dev, NULL, &pa, err);
+    if (rc != TETHER_OK) {
+        return rc;
+    }
+    rc = dev->plugin->ops->memcpy_h2d(dev, dst, src, size, NULL, pa->queue, err);
+    return plugin_queue_end(dev, NULL, pa, rc, err);
 }
 
 tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t size,
@@ -277,8 +276,7 @@ tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t s
     if (size <= 0 || (uint64_t)size > SIZE_MAX) {
         return plugin_error_set(err, TETHER_ERR_INVALID, "size %lld", (long long)size);
     }
-    plugin_pin_device_set(dev);
-    rc = pinned_map_lock(dev->plugin->state->pinned, ptr, (size_t)size, &dev_ptr, err);
+    rc = pinned_map_lock(dev->plugin->state->pinned, ptr, (size_t)size, dev, &dev_ptr, err);
     if (rc != TETHER_OK) {
         return rc;
     }
@@ -286,7 +284,7 @@ tether_status_t plugin_data_lock(struct plugin_device *dev, void *ptr, int64_t s
         /* libomptarget treats NULL as failure: undo, so the count stays right. */
         struct tether_error ignored;
 
-        pinned_map_unlock(dev->plugin->state->pinned, ptr, &ignored);
+        pinned_map_unlock(dev->plugin->state->pinned, ptr, dev, &ignored);
         return plugin_error_set(err, TETHER_ERR_INTERNAL, "pinning %p gave a NULL device address",
                                 ptr);
     }
@@ -301,8 +299,7 @@ tether_status_t plugin_data_unlock(struct plugin_device *dev, void *ptr, struct 
 {
     tether_status_t rc;
 
-    plugin_pin_device_set(dev);
-    rc = pinned_map_unlock(dev->plugin->state->pinned, ptr, err);
+    rc = pinned_map_unlock(dev->plugin->state->pinned, ptr, dev, err);
     if (rc != TETHER_OK) {
         return rc;
     }

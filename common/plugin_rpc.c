@@ -218,7 +218,7 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     if (rc == TETHER_OK && !host)
         rpc_near(dev, (uint64_t)(uintptr_t)global, ports, (struct tether_rpc_device_client *)buf);
     if (rc == TETHER_OK)
-        rc = ops->memcpy_h2d(dev, global, buf, tether_rpc_client_size(), NULL, NULL, err);
+        rc = plugin_write_device(dev, global, buf, tether_rpc_client_size(), err);
     if (rc == TETHER_OK) {
         /* NVIDIA images read the client's fixed part from constant memory. */
         void *cglobal = NULL;
@@ -233,7 +233,7 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
                                       PLUGIN_RPC_CLIENT_CONST_SYMBOL, csize,
                                       tether_rpc_client_const_size());
             else
-                rc = ops->memcpy_h2d(dev, cglobal, buf, csize, NULL, NULL, err);
+                rc = plugin_write_device(dev, cglobal, buf, csize, err);
         }
     }
     free(buf);

@@ -64,6 +64,7 @@ struct plugin_device_state {
     void *rpc;                            /* RPC server state, owned by plugin_rpc.c */
     struct plugin_pool *pool;             /* cached device allocations (plugin_pool.c) */
     struct plugin_interop *interops;      /* every interop AsyncInfo handed out, until teardown */
+    struct plugin_stage *stage;           /* staging buffers (plugin_stage.c); NULL: no staging */
 };
 
 struct plugin_slot {
@@ -94,13 +95,38 @@ struct plugin_state {
 
 /* Internal helpers shared by common's files. */
 
-/* Run a pinned-map call on behalf of `dev`: the map's pin/unpin callbacks reach the backend
- * through this device (any device of the plugin will do for a portable registration, but the one
- * the user named is the natural choice). */
-void plugin_pin_device_set(struct plugin_device *dev);
+/* plugin_env.c: TETHER_DEBUG (or LLVM's LIBOMPTARGET_DEBUG) and the LIBOMPTARGET_INFO mask. */
+bool plugin_env_debug(void);
+uint32_t plugin_env_info(void);
+/* plugin_log.c: OMP_TARGET_OFFLOAD=MANDATORY; remember why a backend has no device (said when
+ * the program's image for it finds none, plugin_image_unserved). */
+bool plugin_offload_mandatory(void);
+void plugin_absent_record(const struct plugin_ops *ops, const char *why);
+
+/* The created device with the lowest id, NULL when none was created yet. */
+struct plugin_device *plugin_device_first(struct plugin *plugin);
 void plugin_device_teardown(struct plugin_device *dev);
+/* The queue of an AsyncInfo, attached from the device's pool on first use. */
 tether_status_t plugin_async_acquire(struct plugin_device *dev, struct tgt_async_info *async,
                                      struct plugin_async **pa_p, struct tether_error *err);
+/* The queue a call puts its work on: the AsyncInfo's (plugin_async_acquire), or for a
+ * synchronous call (async NULL) one from the pool for this call alone.  After enqueueing (rc: how
+ * that went), plugin_queue_end synchronises such a queue (when rc is TETHER_OK) and gives it back
+ * (destroys it when its work failed), and returns the first error; an AsyncInfo's queue stays
+ * attached and rc is returned as it is. */
+tether_status_t plugin_queue_begin(struct plugin_device *dev, struct tgt_async_info *async,
+                                   struct plugin_async **pa_p, struct tether_error *err);
+tether_status_t plugin_queue_end(struct plugin_device *dev, struct tgt_async_info *async,
+                                 struct plugin_async *pa, tether_status_t rc,
+                                 struct tether_error *err);
+/* Fill the device's queue and event pools with limits.initial_queues and initial_events at init;
+ * drain them (destroying every pooled queue and event) at teardown or a failed init. */
+tether_status_t plugin_async_prefill(struct plugin_device *dev, struct tether_error *err);
+void plugin_async_drain(struct plugin_device *dev);
+/* A synchronous host-to-device write of common's own (device environment, globals, the RPC
+ * client): no pinned-map lookup, no transfer log line. */
+tether_status_t plugin_write_device(struct plugin_device *dev, void *dst, const void *src,
+                                    size_t size, struct tether_error *err);
 void plugin_loaded_release(struct plugin_device *dev, struct plugin_loaded *loaded);
 const char *plugin_seen_arch(struct plugin *plugin, const struct tgt_device_image *image,
                              bool *known_p);
@@ -120,6 +146,22 @@ tether_status_t plugin_pool_alloc(struct plugin_device *dev, size_t size,
                                   struct tether_error *err);
 bool plugin_pool_free(struct plugin_device *dev, void *ptr, tether_status_t *rc_p,
                       struct tether_error *err);
+
+/* Large copies of pageable host memory through pinned staging buffers (plugin_stage.c), for
+ * backends with host_pageable.  create: at device init (nothing is allocated until the first
+ * staged copy); destroy: at teardown, before the backend's device_destroy.  h2d/d2h: false when
+ * the copy is not for them (small, memory the driver knows, staging off, buffers busy or
+ * refused: the caller then hands the copy to the backend as it is), else true with the copy's
+ * status in *rc_p: enqueued on queue with the source read (h2d), or complete (d2h).  shutdown:
+ * stop the helper threads, once, when the plugin is destroyed. */
+struct plugin_stage;
+tether_status_t plugin_stage_create(struct plugin_device *dev, struct tether_error *err);
+void plugin_stage_destroy(struct plugin_device *dev);
+bool plugin_stage_h2d(struct plugin_device *dev, void *dst, const void *src, size_t size,
+                      struct plugin_queue *queue, tether_status_t *rc_p, struct tether_error *err);
+bool plugin_stage_d2h(struct plugin_device *dev, void *dst, const void *src, size_t size,
+                      struct plugin_queue *queue, tether_status_t *rc_p, struct tether_error *err);
+void plugin_stage_shutdown(void);
 
 /* RPC hooks (plugin_rpc.c). */
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,

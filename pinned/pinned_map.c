@@ -433,14 +433,14 @@ fail:
     return TETHER_ERR_NO_MEMORY;
 }
 
-void pinned_map_destroy(struct pinned_map *map)
+void pinned_map_destroy(struct pinned_map *map, void *call_ctx)
 {
     if (!map)
         return;
     for (size_t i = 0; i < map->n_ents; i++) {
         struct pm_entry *e = &map->ents[i];
         if (e->state == PM_LIVE && !e->external && !e->registered)
-            map->ops->unpin(map->ctx, (void *)e->start, e->end - e->start, NULL);
+            map->ops->unpin(map->ctx, call_ctx, (void *)e->start, e->end - e->start, NULL);
     }
     struct pm_snap *s = map->retired;
     while (s) {
@@ -456,8 +456,8 @@ void pinned_map_destroy(struct pinned_map *map)
     free(map);
 }
 
-tether_status_t pinned_map_lock(struct pinned_map *map, void *ptr, size_t size, void **dev_ptr_p,
-                                struct tether_error *err)
+tether_status_t pinned_map_lock(struct pinned_map *map, void *ptr, size_t size, void *call_ctx,
+                                void **dev_ptr_p, struct tether_error *err)
 {
     if (!map || !dev_ptr_p) {
         pm_err(err, "lock [%p, +%zu): NULL %s", ptr, size, !map ? "map" : "dev_ptr_p");
@@ -503,7 +503,7 @@ tether_status_t pinned_map_lock(struct pinned_map *map, void *ptr, size_t size, 
     void *dev_ptr = NULL;
     bool external = false;
     struct tether_error pin_err = {.msg = "no message from the backend"};
-    status = map->ops->pin(map->ctx, ptr, size, &dev_ptr, &external, &pin_err);
+    status = map->ops->pin(map->ctx, call_ctx, ptr, size, &dev_ptr, &external, &pin_err);
 
     pthread_mutex_lock(&map->mutex);
     struct pm_entry *pending = pm_find_base(map, s);
@@ -525,7 +525,8 @@ out_unlock:
     return status;
 }
 
-tether_status_t pinned_map_unlock(struct pinned_map *map, void *ptr, struct tether_error *err)
+tether_status_t pinned_map_unlock(struct pinned_map *map, void *ptr, void *call_ctx,
+                                  struct tether_error *err)
 {
     if (!map) {
         pm_err(err, "unlock %p: NULL map", ptr);
@@ -566,7 +567,7 @@ tether_status_t pinned_map_unlock(struct pinned_map *map, void *ptr, struct teth
     pthread_mutex_unlock(&map->mutex);
 
     struct tether_error unpin_err = {.msg = "no message from the backend"};
-    status = map->ops->unpin(map->ctx, (void *)base, size, &unpin_err);
+    status = map->ops->unpin(map->ctx, call_ctx, (void *)base, size, &unpin_err);
     if (status != TETHER_OK)
         pm_err(err, "unlock %p: unpin of [%p, +%zu) failed (%s): %s", ptr, (void *)base, size,
                tether_status_str(status), unpin_err.msg);

@@ -66,53 +66,61 @@ extern "C" {
 #endif
 
 /* Backend callbacks: how a range is pinned/unpinned by the driver.  Called WITHOUT any map lock
- * held that lookups wait for. */
+ * held that lookups wait for.  Each gets two contexts: `ctx`, the map's own (pinned_map_create),
+ * and `call_ctx`, the one the caller of the map function that led to the callback passed (e.g.
+ * the device a lock was asked through; destroy passes its own).  The map never reads either. */
 struct pinned_ops {
-    /* Pin [ptr, ptr+size).  On success write the device-accessible pointer for ptr to *dev_ptr_p
-     * and set *external_p to true when the driver reports the memory was already pinned outside
-     * tether (e.g. CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED); such an entry is counted but never
-     * unpinned by the map. On failure return a negative status and write a message to err (may be
-     * NULL).  The map then leaves no entry behind and returns that status to the caller of
+    /* Pin [ptr, ptr+size) for pinned_map_lock(..., call_ctx, ...).  On success write the
+     * device-accessible pointer for ptr to *dev_ptr_p and set *external_p to true when the driver
+     * reports the memory was already pinned outside tether (e.g.
+     * CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED); such an entry is counted but never unpinned by
+     * the map. On failure return a negative status and write a message to err (may be NULL).  The
+     * map then leaves no entry behind and returns that status to the caller of
      * pinned_map_lock(). */
-    tether_status_t (*pin)(void *ctx, void *ptr, size_t size, void **dev_ptr_p, bool *external_p,
-                           struct tether_error *err);
+    tether_status_t (*pin)(void *ctx, void *call_ctx, void *ptr, size_t size, void **dev_ptr_p,
+                           bool *external_p, struct tether_error *err);
     /* Unpin a range previously pinned by pin(): base is the entry's host base pointer, size its
      * size. Called exactly once per successful pin() that did not report external, when the last
-     * reference goes (or from pinned_map_destroy()).  A failure is reported to the caller of
-     * pinned_map_unlock(); the entry is removed from the map all the same (it cannot be used
-     * again). */
-    tether_status_t (*unpin)(void *ctx, void *base, size_t size, struct tether_error *err);
+     * reference goes (pinned_map_unlock's call_ctx) or from pinned_map_destroy() (its call_ctx).
+     * A failure is reported to the caller of pinned_map_unlock(); the entry is removed from the
+     * map all the same (it cannot be used again). */
+    tether_status_t (*unpin)(void *ctx, void *call_ctx, void *base, size_t size,
+                             struct tether_error *err);
 };
 
 struct pinned_map;
 
-/* Create an empty map.  ops is borrowed (must outlive the map); ctx is passed to every callback.
+/* Create an empty map.  ops is borrowed (must outlive the map); ctx is passed to every callback
+ * as its first argument.
  * Returns TETHER_ERR_INVALID when ops, ops->pin, ops->unpin or map_p is NULL, TETHER_ERR_NO_MEMORY
  * when allocation fails.  *map_p is written only on success. */
 tether_status_t pinned_map_create(const struct pinned_ops *ops, void *ctx,
                                   struct pinned_map **map_p);
-/* Destroy: unpins every entry still pinned by tether (not external/registered ones), frees the map.
- * Must be the last call on the map: no other thread may be inside any pinned_map_* call.  NULL is
- * accepted and does nothing. */
-void pinned_map_destroy(struct pinned_map *map);
+/* Destroy: unpins every entry still pinned by tether (not external/registered ones; unpin gets
+ * call_ctx), frees the map.  Must be the last call on the map: no other thread may be inside any
+ * pinned_map_* call.  NULL is accepted and does nothing. */
+void pinned_map_destroy(struct pinned_map *map, void *call_ctx);
 
-/* lock: the rules of issue 3 (new range -> pin, refs=1; fully inside an entry -> refs+1, no
- * callback, returns entry dev ptr + offset; extends/straddles/overlaps-from-below ->
+/* lock: the rules of issue 3 (new range -> pin(ctx, call_ctx, ...), refs=1; fully inside an entry
+ * -> refs+1, no callback, returns entry dev ptr + offset; extends/straddles/overlaps-from-below ->
  * TETHER_ERR_OVERLAP, nothing changes; NULL or size 0 -> TETHER_ERR_INVALID). *dev_ptr_p written
  * only on success. Other returns: TETHER_ERR_INVALID when ptr + size wraps; TETHER_ERR_NO_MEMORY;
  * whatever pin() returned when it fails (no entry is left, nothing stays pinned).  May block while
  * a pin() or unpin() of an overlapping range is in flight on another thread. */
-tether_status_t pinned_map_lock(struct pinned_map *map, void *ptr, size_t size, void **dev_ptr_p,
-                                struct tether_error *err);
+tether_status_t pinned_map_lock(struct pinned_map *map, void *ptr, size_t size, void *call_ctx,
+                                void **dev_ptr_p, struct tether_error *err);
 /* unlock: ptr anywhere inside an entry drops one reference; at zero the range is unpinned (with its
- * base) and removed. Unknown ptr -> TETHER_ERR_NOT_FOUND, nothing changes. A registered entry is
- * never removed by unlock: its own reference belongs to pinned_map_unregister(), so unlock of a
- * registered entry holding a single reference is TETHER_ERR_BUSY.  When unpin() fails its status is
- * returned, and the entry is gone from the map anyway. */
-tether_status_t pinned_map_unlock(struct pinned_map *map, void *ptr, struct tether_error *err);
+ * base; unpin gets call_ctx) and removed. Unknown ptr -> TETHER_ERR_NOT_FOUND, nothing changes. A
+ * registered entry is never removed by unlock: its own reference belongs to
+ * pinned_map_unregister(), so unlock of a registered entry holding a single reference is
+ * TETHER_ERR_BUSY.  When unpin() fails its status is returned, and the entry is gone from the map
+ * anyway. */
+tether_status_t pinned_map_unlock(struct pinned_map *map, void *ptr, void *call_ctx,
+                                  struct tether_error *err);
 
 /* register: memory the plugin allocated already pinned (omp target alloc host). Adds an entry with
- * one reference whose memory is never unpinned by the map. Any overlap with an entry ->
+ * one reference whose memory is never unpinned by the map (so register and unregister reach no
+ * callback and take no call_ctx). Any overlap with an entry ->
  * TETHER_ERR_OVERLAP. NULL ptr or size 0 -> TETHER_ERR_INVALID.  Users may then lock sub-ranges of
  * it (refs + 1 each). */
 tether_status_t pinned_map_register(struct pinned_map *map, void *ptr, size_t size, void *dev_ptr,

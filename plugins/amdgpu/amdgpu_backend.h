@@ -27,8 +27,9 @@
  * at most (TETHER_AMDGPU_QUEUES or LLVM's LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES, default 4), created
  * on demand and shared round-robin by streams. Resources an operation uses (its signal, kernarg
  * block, a temporary host lock) are released when the stream is found complete (queue_sync /
- * queue_query).  A synchronous operation is a stream of its own that is synchronised before
- * returning.
+ * queue_query).  Every copy and launch comes with a stream from common, a synchronous call's
+ * too (common synchronises it at the end of the call): amdgpu_queue_sync is the one wait for a
+ * stream.
  *
  * Locking: the signal pool and the kernarg blocks have one mutex each per device; a stream has its
  * own mutex (common may use one AsyncInfo from a helper thread while another thread queries it);
@@ -216,6 +217,7 @@ tether_status_t amdgpu_host_register(struct plugin_device *dev, void *ptr, size_
                                      void **dev_ptr_p, bool *external_p, struct tether_error *err);
 tether_status_t amdgpu_host_unregister(struct plugin_device *dev, void *base, size_t size,
                                        struct tether_error *err);
+bool amdgpu_host_pageable(struct plugin_device *dev, const void *ptr, size_t size);
 tether_status_t amdgpu_memcpy_h2d(struct plugin_device *dev, void *dst, const void *src,
                                   size_t size, const void *host_dev, struct plugin_queue *queue,
                                   struct tether_error *err);
@@ -242,10 +244,6 @@ void amdgpu_kernarg_put(struct amdgpu_device *dev, void *buf);
 void amdgpu_kernarg_fini(struct amdgpu_device *dev);
 
 /* ---- amdgpu_stream.c ---- */
-tether_status_t amdgpu_stream_init(struct amdgpu_device *dev, struct plugin_queue *q);
-/* Wait for everything on q, release its resources, return (and clear) its first error. */
-tether_status_t amdgpu_stream_sync(struct plugin_queue *q, struct tether_error *err);
-void amdgpu_stream_fini(struct plugin_queue *q);
 /* A signal (value 1, one reference) for the next operation: the caller hands it to
  * amdgpu_stream_push() once the operation is enqueued, or drops it with amdgpu_signal_unref(). */
 tether_status_t amdgpu_signal_get(struct amdgpu_device *dev, struct amdgpu_signal **signal_p,

@@ -311,19 +311,19 @@ static tether_status_t amdgpu_co_check_kernel(struct amdgpu_kernel *k, struct te
 }
 
 /* Kernel descriptor and OpenMP exec mode, read from the image's symbols. */
-static tether_status_t amdgpu_co_read_symbols(const struct amdgpu_elf *elf, struct amdgpu_kernel *k,
-                                              struct tether_error *err)
+static tether_status_t amdgpu_co_read_symbols(const struct amdgpu_code_object *co,
+                                              struct amdgpu_kernel *k, struct tether_error *err)
 {
-    struct amdgpu_elf_symbol sym;
+    struct image_symbol sym;
     char *mode_name;
     size_t n;
-    tether_status_t st;
+    bool found;
 
-    st = amdgpu_elf_find_symbol(elf, k->symbol, &sym);
-    if (st == TETHER_OK && sym.bytes != NULL && sym.size >= sizeof(k->kd)) {
+    if (image_elf_symbol(&co->image, k->symbol, &sym) && sym.data != NULL &&
+        sym.data_size >= sizeof(k->kd)) {
         bool wave32;
 
-        memcpy(&k->kd, sym.bytes, sizeof(k->kd));
+        memcpy(&k->kd, sym.data, sizeof(k->kd));
         k->has_kd = true;
         if (k->kd.kernarg_size != k->kernarg_segment_size ||
             k->kd.group_segment_fixed_size != k->group_segment_fixed_size ||
@@ -338,7 +338,7 @@ static tether_status_t amdgpu_co_read_symbols(const struct amdgpu_elf *elf, stru
         if (wave32 != (k->wavefront_size == 32))
             return amdgpu_co_bad(err, "kernel %s: descriptor wave%u, metadata wavefront_size %u",
                                  k->name, wave32 ? 32u : 64u, k->wavefront_size);
-    } else if (elf->ehdr.e_type == ET_DYN) {
+    } else if (co->header.type == ET_DYN) {
         return amdgpu_co_bad(err, "kernel %s: no 64-byte kernel descriptor %s", k->name, k->symbol);
     }
 
@@ -347,11 +347,11 @@ static tether_status_t amdgpu_co_read_symbols(const struct amdgpu_elf *elf, stru
     if (mode_name == NULL)
         return amdgpu_co_no_memory(err);
     snprintf(mode_name, n, "%s_exec_mode", k->name);
-    st = amdgpu_elf_find_symbol(elf, mode_name, &sym);
+    found = image_elf_symbol(&co->image, mode_name, &sym);
     free(mode_name);
     k->exec_mode = AMDGPU_EXEC_MODE_NONE;
-    if (st == TETHER_OK && sym.bytes != NULL && sym.size == 1) {
-        k->exec_mode = sym.bytes[0];
+    if (found && sym.data != NULL && sym.size == 1 && sym.data_size == 1) {
+        k->exec_mode = *(const uint8_t *)sym.data;
         if (k->exec_mode < AMDGPU_EXEC_MODE_GENERIC || k->exec_mode > AMDGPU_EXEC_MODE_GENERIC_SPMD)
             return amdgpu_co_bad(err, "kernel %s: exec mode %u", k->name, k->exec_mode);
     }
@@ -416,7 +416,8 @@ tether_status_t amdgpu_code_object_parse(const void *image, size_t size,
                                          struct amdgpu_code_object *co_p, struct tether_error *err)
 {
     struct amdgpu_code_object co;
-    const uint8_t *desc;
+    struct tether_error why;
+    const void *desc;
     size_t desc_size;
     uint8_t abi;
     tether_status_t st;
@@ -424,18 +425,26 @@ tether_status_t amdgpu_code_object_parse(const void *image, size_t size,
     if (image == NULL || co_p == NULL)
         return TETHER_ERR_INVALID;
     memset(&co, 0, sizeof(co));
-    st = amdgpu_elf_open(image, size, &co.elf, err);
+    co.image.start = image;
+    co.image.size = size;
+    st = image_elf_header(&co.image, &co.header, &why);
     if (st != TETHER_OK)
-        return st;
-    if (co.elf.ehdr.e_ident[EI_OSABI] != AMDGPU_ELFOSABI_HSA)
+        return amdgpu_co_bad(err, "%s", why.msg);
+    if (co.header.machine != EM_AMDGPU)
+        return amdgpu_co_bad(err, "e_machine is %u, not EM_AMDGPU (%u)",
+                             (unsigned)co.header.machine, (unsigned)EM_AMDGPU);
+    if (co.header.type != ET_DYN && co.header.type != ET_REL)
+        return amdgpu_co_bad(err, "e_type %u is neither ET_DYN nor ET_REL",
+                             (unsigned)co.header.type);
+    if (co.header.osabi != AMDGPU_ELFOSABI_HSA)
         return amdgpu_co_bad(err, "EI_OSABI %u is not ELFOSABI_AMDGPU_HSA (64)",
-                             (unsigned)co.elf.ehdr.e_ident[EI_OSABI]);
-    abi = co.elf.ehdr.e_ident[EI_ABIVERSION];
+                             (unsigned)co.header.osabi);
+    abi = co.header.abi_version;
     if (abi < AMDGPU_ELFABIVERSION_V3 || abi > AMDGPU_ELFABIVERSION_V5)
         return amdgpu_co_bad(err, "code object ABI version %u is not v3, v4 or v5", (unsigned)abi);
     co.version = abi + 2u;
 
-    st = amdgpu_elf_find_note(&co.elf, AMDGPU_NOTE_OWNER, AMDGPU_NT_METADATA, &desc, &desc_size);
+    st = image_elf_note(&co.image, AMDGPU_NOTE_OWNER, AMDGPU_NT_METADATA, &desc, &desc_size);
     if (st != TETHER_OK)
         return amdgpu_co_bad(err, "%s NT_AMDGPU_METADATA note",
                              st == TETHER_ERR_NOT_FOUND ? "no" : "malformed");
@@ -443,7 +452,7 @@ tether_status_t amdgpu_code_object_parse(const void *image, size_t size,
     if (st != TETHER_OK)
         goto free_kernels;
 
-    st = amdgpu_target_id_from_elf(abi, co.elf.ehdr.e_flags, &co.target);
+    st = amdgpu_target_id_from_elf(abi, co.header.flags, &co.target);
     if (st == TETHER_OK && co.target_name[0] != '\0') {
         struct amdgpu_target_id named;
 
@@ -458,14 +467,14 @@ tether_status_t amdgpu_code_object_parse(const void *image, size_t size,
     }
     if (st != TETHER_OK) {
         st = amdgpu_co_bad(err, "unknown processor (e_flags 0x%x, amdhsa.target \"%s\")",
-                           (unsigned)co.elf.ehdr.e_flags, co.target_name);
+                           (unsigned)co.header.flags, co.target_name);
         goto free_kernels;
     }
 
     for (uint32_t i = 0; i < co.num_kernels; i++) {
         st = amdgpu_co_check_kernel(&co.kernels[i], err);
         if (st == TETHER_OK)
-            st = amdgpu_co_read_symbols(&co.elf, &co.kernels[i], err);
+            st = amdgpu_co_read_symbols(&co, &co.kernels[i], err);
         if (st != TETHER_OK)
             goto free_kernels;
     }

@@ -15,10 +15,13 @@
  *    3 generic-SPMD).
  * Code object v2 (metadata in YAML, note type 10) is refused: LLVM 16 no longer emits it.
  *
+ * The image's bytes are read only through common's bounds-checked ELF reader (plugin_image.h:
+ * header, notes, symbols).
+ *
  * Ownership: amdgpu_code_object_parse() allocates the kernel table and copies every string it
- * keeps; the result does not point into the metadata note.  It does keep the ELF reader, which
- * points into the image: kernel descriptors and exec modes are read during parsing, so later use
- * of the image is only through co->elf, by callers that still hold the image.
+ * keeps; the result does not point into the metadata note.  It does keep the image's range
+ * (co->image): kernel descriptors and exec modes are read during parsing, so later reads of the
+ * image through co->image are for callers that still hold the image.
  * amdgpu_code_object_fini() frees everything.
  *
  * Thread safety: a parsed code object is read-only; any number of threads may read it.
@@ -29,13 +32,28 @@
 #ifndef TETHER_AMDGPU_CODE_OBJECT_H
 #define TETHER_AMDGPU_CODE_OBJECT_H
 
+#include <elf.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "amdgpu_elf.h"
 #include "amdgpu_target.h"
+#include "plugin_image.h"
 #include "tether/status.h"
+
+#ifndef EM_AMDGPU
+#define EM_AMDGPU 224
+#endif
+/* An AMDGPU code object is an ELF64 little-endian shared (or relocatable) object with e_machine
+ * EM_AMDGPU and EI_OSABI ELFOSABI_AMDGPU_HSA, whose EI_ABIVERSION is the code object version. */
+#define AMDGPU_ELFOSABI_HSA 64
+#define AMDGPU_ELFABIVERSION_V2 0
+#define AMDGPU_ELFABIVERSION_V3 1
+#define AMDGPU_ELFABIVERSION_V4 2
+#define AMDGPU_ELFABIVERSION_V5 3
+/* The metadata note (code object v3+): owner "AMDGPU", type 32, MessagePack payload. */
+#define AMDGPU_NOTE_OWNER "AMDGPU"
+#define AMDGPU_NT_METADATA 32
 
 /* Argument kinds (".value_kind").  Explicit kinds are the kernel's own parameters; hidden kinds
  * are filled by the runtime that launches the kernel (code object v5 lists them with offsets). */
@@ -146,7 +164,8 @@ struct amdgpu_kernel {
 };
 
 struct amdgpu_code_object {
-    struct amdgpu_elf elf;
+    struct plugin_image image;      /* the bytes parsed (not owned) */
+    struct image_elf_header header; /* their ELF header */
     struct amdgpu_target_id target; /* from e_flags (else from "amdhsa.target") */
     unsigned version;               /* code object version: 3, 4 or 5 */
     uint32_t metadata_version[2];   /* "amdhsa.version" */

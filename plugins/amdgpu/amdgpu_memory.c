@@ -161,20 +161,33 @@ tether_status_t amdgpu_lock_release(struct amdgpu_device *dev, struct amdgpu_loc
  * allocated from an HSA pool (its own address); *lock_p is then NULL and *external_p true.
  * Otherwise *lock_p is our hold (amdgpu_lock_acquire: joining our own lock when the range lies in
  * one, e.g. a transfer in flight, else a new hsa_amd_memory_lock). */
-static tether_status_t amdgpu_host_access(struct amdgpu_device *dev, void *ptr, size_t size,
-                                          void **agent_p, struct amdgpu_lock **lock_p,
-                                          bool *external_p, struct tether_error *err)
+/* True when this plugin locked a range holding [ptr, ptr + size); otherwise *info_p is what the
+ * runtime knows of ptr (type HSA_EXT_POINTER_TYPE_UNKNOWN when it knows nothing). */
+static bool amdgpu_host_info(struct amdgpu_plugin *ap, const void *ptr, size_t size,
+                             hsa_amd_pointer_info_t *info_p)
 {
-    struct amdgpu_plugin *ap = dev->ap;
-    hsa_amd_pointer_info_t info;
     bool ours;
 
     pthread_mutex_lock(&ap->lock_mu);
     ours = amdgpu_lock_find(ap, ptr, size) != NULL;
     pthread_mutex_unlock(&ap->lock_mu);
-    memset(&info, 0, sizeof(info));
-    info.size = sizeof(info);
-    if (!ours && ap->hsa.hsa_amd_pointer_info(ptr, &info, NULL, NULL, NULL) == HSA_STATUS_SUCCESS) {
+    memset(info_p, 0, sizeof(*info_p));
+    info_p->size = sizeof(*info_p);
+    if (!ours &&
+        ap->hsa.hsa_amd_pointer_info(ptr, info_p, NULL, NULL, NULL) != HSA_STATUS_SUCCESS) {
+        memset(info_p, 0, sizeof(*info_p));
+        info_p->type = HSA_EXT_POINTER_TYPE_UNKNOWN;
+    }
+    return ours;
+}
+
+static tether_status_t amdgpu_host_access(struct amdgpu_device *dev, void *ptr, size_t size,
+                                          void **agent_p, struct amdgpu_lock **lock_p,
+                                          bool *external_p, struct tether_error *err)
+{
+    hsa_amd_pointer_info_t info;
+
+    if (!amdgpu_host_info(dev->ap, ptr, size, &info)) {
         uintptr_t p = (uintptr_t)ptr, base = (uintptr_t)info.hostBaseAddress;
 
         if (info.type == HSA_EXT_POINTER_TYPE_LOCKED && p >= base && p - base <= info.sizeInBytes &&
@@ -221,6 +234,16 @@ tether_status_t amdgpu_host_unregister(struct plugin_device *pdev, void *base, s
     return amdgpu_lock_release(dev, lock, err);
 }
 
+/* Memory neither this plugin nor anyone else locked, and not the runtime's own: what common
+ * stages through its pinned buffers (instead of locking it for the copy). */
+bool amdgpu_host_pageable(struct plugin_device *pdev, const void *ptr, size_t size)
+{
+    hsa_amd_pointer_info_t info;
+
+    return !amdgpu_host_info(amdgpu_device_of(pdev)->ap, ptr, size, &info) &&
+           info.type == HSA_EXT_POINTER_TYPE_UNKNOWN;
+}
+
 /* ---- copies ------------------------------------------------------------------------------- */
 
 /* Enqueue one copy on q (whose lock the caller does not hold).  extra: resources released after
@@ -264,9 +287,7 @@ static tether_status_t amdgpu_copy_host(struct amdgpu_device *dev, bool to_devic
 {
     void *host = to_device ? (void *)src : dst;
     struct amdgpu_pending unlock = {.kind = AMDGPU_PENDING_UNLOCK};
-    struct plugin_queue tmp, *q = queue;
     size_t num_extra = 0;
-    tether_status_t st;
 
     if (host_dev == NULL) {
         /* not in the pinned map: hold it locked until the copy is known complete (or use it as
@@ -274,33 +295,19 @@ static tether_status_t amdgpu_copy_host(struct amdgpu_device *dev, bool to_devic
         void *agent = NULL;
         bool external;
 
-        st = amdgpu_host_access(dev, host, size, &agent, &unlock.u.lock, &external, err);
+        tether_status_t st =
+            amdgpu_host_access(dev, host, size, &agent, &unlock.u.lock, &external, err);
+
         if (st != TETHER_OK)
             return st;
         host_dev = agent;
         num_extra = unlock.u.lock != NULL ? 1 : 0;
     }
-    if (q == NULL) {
-        st = amdgpu_stream_init(dev, &tmp);
-        if (st != TETHER_OK) {
-            if (num_extra != 0)
-                amdgpu_pending_release(dev, &unlock);
-            return plugin_error_set(err, st, "cannot create a stream");
-        }
-        q = &tmp;
-    }
     if (to_device)
-        st = amdgpu_copy(dev, q, dst, dev->agent, host_dev, dev->agent, size, &unlock, num_extra,
-                         err);
-    else
-        st = amdgpu_copy(dev, q, (void *)host_dev, dev->agent, src, dev->agent, size, &unlock,
-                         num_extra, err);
-    if (q == &tmp) {
-        if (st == TETHER_OK)
-            st = amdgpu_stream_sync(q, err);
-        amdgpu_stream_fini(q);
-    }
-    return st;
+        return amdgpu_copy(dev, queue, dst, dev->agent, host_dev, dev->agent, size, &unlock,
+                           num_extra, err);
+    return amdgpu_copy(dev, queue, (void *)host_dev, dev->agent, src, dev->agent, size, &unlock,
+                       num_extra, err);
 }
 
 tether_status_t amdgpu_memcpy_h2d(struct plugin_device *pdev, void *dst, const void *src,
@@ -323,22 +330,9 @@ tether_status_t amdgpu_memcpy_d2d(struct plugin_device *dst_pdev, void *dst,
 {
     struct amdgpu_device *dst_dev = amdgpu_device_of(dst_pdev);
     struct amdgpu_device *src_dev = amdgpu_device_of(src_pdev);
-    struct plugin_queue tmp, *q = queue;
-    tether_status_t st;
 
-    if (q == NULL) {
-        st = amdgpu_stream_init(dst_dev, &tmp);
-        if (st != TETHER_OK)
-            return plugin_error_set(err, st, "cannot create a stream");
-        q = &tmp;
-    }
-    st = amdgpu_copy(dst_dev, q, dst, dst_dev->agent, src, src_dev->agent, size, NULL, 0, err);
-    if (q == &tmp) {
-        if (st == TETHER_OK)
-            st = amdgpu_stream_sync(q, err);
-        amdgpu_stream_fini(q);
-    }
-    return st;
+    return amdgpu_copy(dst_dev, queue, dst, dst_dev->agent, src, src_dev->agent, size, NULL, 0,
+                       err);
 }
 
 /* ---- kernarg blocks ----------------------------------------------------------------------- */

@@ -135,10 +135,10 @@ tether_status_t amdgpu_global_lookup(struct plugin_device *pdev, struct plugin_m
             HSA_STATUS_SUCCESS ||
         size == 0) {
         /* some runtimes do not report sizes of code object v3+ variables: use the ELF's */
-        struct amdgpu_elf_symbol es;
+        struct image_symbol es;
 
         size = 0;
-        if (amdgpu_elf_find_symbol(&m->co.elf, name, &es) == TETHER_OK && es.size <= UINT32_MAX)
+        if (image_elf_symbol(&m->co.image, name, &es) && es.size <= UINT32_MAX)
             size = (uint32_t)es.size;
     }
     *addr_p = (void *)(uintptr_t)addr;

@@ -272,11 +272,11 @@ static void amdgpu_plugin_destroy(struct plugin *plugin)
 /* The target ID of an image: from its ELF header, else from the OffloadBinary arch. */
 static bool amdgpu_image_target(const struct plugin_image *image, struct amdgpu_target_id *id_p)
 {
-    struct amdgpu_elf elf;
+    struct image_elf_header header;
 
-    if (amdgpu_elf_open(image->start, image->size, &elf, NULL) == TETHER_OK &&
-        amdgpu_target_id_from_elf(elf.ehdr.e_ident[EI_ABIVERSION], elf.ehdr.e_flags, id_p) ==
-            TETHER_OK)
+    if (image_elf_header(image, &header, NULL) == TETHER_OK && header.machine == EM_AMDGPU &&
+        (header.type == ET_DYN || header.type == ET_REL) &&
+        amdgpu_target_id_from_elf(header.abi_version, header.flags, id_p) == TETHER_OK)
         return true;
     return image->arch != NULL && amdgpu_target_id_parse(image->arch, id_p) == TETHER_OK;
 }
@@ -540,6 +540,7 @@ const struct plugin_ops plugin_backend_ops = {
     .memcpy_d2d = amdgpu_memcpy_d2d,
     .host_register = amdgpu_host_register,
     .host_unregister = amdgpu_host_unregister,
+    .host_pageable = amdgpu_host_pageable,
     .queue_create = amdgpu_queue_create,
     .queue_destroy = amdgpu_queue_destroy,
     .queue_sync = amdgpu_queue_sync,

@@ -164,7 +164,7 @@ void amdgpu_device_streams_fini(struct amdgpu_device *dev)
 
 /* ---- streams -------------------------------------------------------------------------------- */
 
-tether_status_t amdgpu_stream_init(struct amdgpu_device *dev, struct plugin_queue *q)
+static tether_status_t amdgpu_stream_init(struct amdgpu_device *dev, struct plugin_queue *q)
 {
     memset(q, 0, sizeof(*q));
     q->dev = dev;
@@ -259,23 +259,7 @@ static tether_status_t amdgpu_stream_take_error(struct plugin_queue *q, struct t
     return st;
 }
 
-tether_status_t amdgpu_stream_sync(struct plugin_queue *q, struct tether_error *err)
-{
-    tether_status_t st = TETHER_OK;
-
-    pthread_mutex_lock(&q->lock);
-    if (q->last != NULL)
-        st = amdgpu_signal_wait(q->dev, q->last, err);
-    if (st == TETHER_OK) {
-        amdgpu_stream_retire(q);
-        st = amdgpu_stream_take_error(q, err);
-    }
-    /* On a failed wait the resources stay pending: the device may still use them. */
-    pthread_mutex_unlock(&q->lock);
-    return st;
-}
-
-void amdgpu_stream_fini(struct plugin_queue *q)
+static void amdgpu_stream_fini(struct plugin_queue *q)
 {
     const struct amdgpu_hsa *hsa = &q->dev->ap->hsa;
 
@@ -343,14 +327,24 @@ void amdgpu_queue_destroy(struct plugin_device *pdev, struct plugin_queue *queue
     free(queue);
 }
 
-tether_status_t amdgpu_queue_sync(struct plugin_device *pdev, struct plugin_queue *queue,
+/* The one wait for a stream: every synchronous call and libomptarget's synchronize end here. */
+tether_status_t amdgpu_queue_sync(struct plugin_device *pdev, struct plugin_queue *q,
                                   struct tether_error *err)
 {
-    tether_status_t st = amdgpu_stream_sync(queue, err);
+    tether_status_t st = TETHER_OK;
 
     (void)pdev;
+    pthread_mutex_lock(&q->lock);
+    if (q->last != NULL)
+        st = amdgpu_signal_wait(q->dev, q->last, err);
+    if (st == TETHER_OK) {
+        amdgpu_stream_retire(q);
+        st = amdgpu_stream_take_error(q, err);
+    }
+    /* On a failed wait the resources stay pending: the device may still use them. */
+    pthread_mutex_unlock(&q->lock);
     if (st != TETHER_OK)
-        amdgpu_stream_blame(queue, "in work queued with ", err);
+        amdgpu_stream_blame(q, "in work queued with ", err);
     return st;
 }
 
@@ -592,22 +586,7 @@ tether_status_t amdgpu_launch(struct plugin_device *pdev, struct plugin_kernel *
                               const struct plugin_launch *launch, struct plugin_queue *queue,
                               struct tether_error *err)
 {
-    struct amdgpu_device *dev = amdgpu_device_of(pdev);
-    const struct amdgpu_loaded_kernel *k = container_of(kernel, struct amdgpu_loaded_kernel, base);
-    struct plugin_queue tmp;
-    tether_status_t st;
-
-    if (queue != NULL)
-        return amdgpu_launch_on(dev, k, launch, queue, err);
-    st = amdgpu_stream_init(dev, &tmp);
-    if (st != TETHER_OK)
-        return plugin_error_set(err, st, "cannot create a stream");
-    st = amdgpu_launch_on(dev, k, launch, &tmp, err);
-    if (st == TETHER_OK) {
-        st = amdgpu_stream_sync(&tmp, err);
-        if (st != TETHER_OK)
-            amdgpu_stream_blame(&tmp, "in ", err);
-    }
-    amdgpu_stream_fini(&tmp);
-    return st;
+    return amdgpu_launch_on(amdgpu_device_of(pdev),
+                            container_of(kernel, struct amdgpu_loaded_kernel, base), launch, queue,
+                            err);
 }

@@ -30,13 +30,14 @@ tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue
     }
     rc = cuda_ctx_enter(cd, err);
     if (rc == TETHER_OK) {
-        rc = cuda_stream_get(cd, &q->stream, err);
+        rc = CUDA_CALL(cd->drv, err, cuStreamCreate, &q->stream, CU_STREAM_NON_BLOCKING);
     }
     if (rc != TETHER_OK) {
         free(q);
         return rc;
     }
     atomic_init(&q->last_kernel, NULL);
+    atomic_init(&q->pending, false);
     *queue_p = q;
     return TETHER_OK;
 }
@@ -90,23 +91,40 @@ void cuda_queue_destroy(struct plugin_device *dev, struct plugin_queue *queue)
     free(queue);
 }
 
+/* The one wait for a stream: every synchronous call and libomptarget's synchronize end here.  A
+ * stream carries its context, so none needs to be made current for cuStreamSynchronize (and the
+ * slot that enqueued a synchronous call's work made it current on this thread already). */
 tether_status_t cuda_queue_sync(struct plugin_device *dev, struct plugin_queue *queue,
                                 struct tether_error *err)
 {
     struct cuda_device *cd = cuda_device_of(dev);
-    tether_status_t rc = cuda_ctx_enter(cd, err);
     const char *kernel = atomic_load(&queue->last_kernel);
     char what[TETHER_ERROR_MSG_MAX] = "in queued work";
+    CUresult res = cd->drv->cuStreamSynchronize(queue->stream);
+    tether_status_t rc = cuda_driver_check(
+        cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamSynchronize], err);
 
-    if (rc != TETHER_OK) {
-        return rc;
+    if (rc == TETHER_OK) {
+        atomic_store(&queue->last_kernel, NULL);
+        atomic_store(&queue->pending, false);
+        return TETHER_OK;
     }
+    /* Keep the driver's words first, then the likely cause of a fault where the program requires
+     * unified shared memory this device does not have, then which work failed (last: a long name
+     * is what gets cut). */
     if (kernel != NULL) {
         cuda_kernel_what("in work queued with ", kernel, what, sizeof(what));
     }
-    rc = cuda_stream_sync(cd, queue->stream, what, err);
-    if (rc == TETHER_OK) {
-        atomic_store(&queue->last_kernel, NULL);
+    {
+        char msg[TETHER_ERROR_MSG_MAX];
+
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        plugin_error_set(err, rc, "%s%s; %s", msg,
+                         res == CUDA_ERROR_ILLEGAL_ADDRESS && plugin_usm_unreachable(dev)
+                             ? " (the program requires unified_shared_memory, which this device "
+                               "cannot serve: see the warning at its initialisation)"
+                             : "",
+                         what);
     }
     return rc;
 }
@@ -129,6 +147,7 @@ tether_status_t cuda_queue_query(struct plugin_device *dev, struct plugin_queue 
     rc = cuda_driver_check(cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamQuery], err);
     if (rc == TETHER_OK) {
         atomic_store(&queue->last_kernel, NULL);
+        atomic_store(&queue->pending, false);
         *done_p = true;
     } else if (atomic_load(&queue->last_kernel) != NULL) {
         char what[TETHER_ERROR_MSG_MAX], msg[TETHER_ERROR_MSG_MAX];
@@ -149,28 +168,19 @@ tether_status_t cuda_event_create(struct plugin_device *dev, struct plugin_event
     struct cuda_device *cd = cuda_device_of(dev);
     struct plugin_event *ev;
     tether_status_t rc;
-    CUevent event = NULL;
 
     ev = malloc(sizeof(*ev));
     if (ev == NULL) {
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "event");
     }
-    pthread_mutex_lock(&cd->pool_lock);
-    if (cd->events_len > 0) {
-        event = cd->events[--cd->events_len];
+    rc = cuda_ctx_enter(cd, err);
+    if (rc == TETHER_OK) {
+        rc = CUDA_CALL(cd->drv, err, cuEventCreate, &ev->event, CU_EVENT_DISABLE_TIMING);
     }
-    pthread_mutex_unlock(&cd->pool_lock);
-    if (event == NULL) {
-        rc = cuda_ctx_enter(cd, err);
-        if (rc == TETHER_OK) {
-            rc = CUDA_CALL(cd->drv, err, cuEventCreate, &event, CU_EVENT_DISABLE_TIMING);
-        }
-        if (rc != TETHER_OK) {
-            free(ev);
-            return rc;
-        }
+    if (rc != TETHER_OK) {
+        free(ev);
+        return rc;
     }
-    ev->event = event;
     *event_p = ev;
     return TETHER_OK;
 }
@@ -203,9 +213,13 @@ tether_status_t cuda_event_wait(struct plugin_device *dev, struct plugin_event *
     struct cuda_device *cd = cuda_device_of(dev);
     tether_status_t rc = cuda_ctx_enter(cd, err);
 
-    return rc != TETHER_OK
-               ? rc
-               : CUDA_CALL(cd->drv, err, cuStreamWaitEvent, queue->stream, event->event, 0);
+    if (rc == TETHER_OK) {
+        rc = CUDA_CALL(cd->drv, err, cuStreamWaitEvent, queue->stream, event->event, 0);
+    }
+    if (rc == TETHER_OK) {
+        atomic_store(&queue->pending, true);
+    }
+    return rc;
 }
 
 tether_status_t cuda_event_sync(struct plugin_device *dev, struct plugin_event *event,
@@ -446,11 +460,7 @@ tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *ker
 {
     struct cuda_device *cd = cuda_device_of(dev);
     struct cuda_kernel *ck = container_of(kernel, struct cuda_kernel, base);
-    void *stack_params[32];
-    void **params = stack_params;
     char what[TETHER_ERROR_MSG_MAX];
-    CUstream stream;
-    bool borrowed = false;
     tether_status_t rc;
 
     rc = cuda_ctx_enter(cd, err);
@@ -471,47 +481,19 @@ tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *ker
     if (rc != TETHER_OK) {
         return rc;
     }
-    if (launch->num_args > sizeof(stack_params) / sizeof(stack_params[0])) {
-        params = malloc(launch->num_args * sizeof(*params));
-        if (params == NULL) {
-            return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "%u kernel parameters",
-                                    (unsigned)launch->num_args);
-        }
-    }
-    /* kernelParams[i] points at the i-th pointer-sized parameter value. */
-    for (uint32_t i = 0; i < launch->num_args; i++) {
-        params[i] = &launch->args[i];
-    }
-    if (queue != NULL) {
-        stream = queue->stream;
-    } else {
-        rc = cuda_stream_get(cd, &stream, err);
-        if (rc != TETHER_OK) {
-            goto free_params;
-        }
-        borrowed = true;
-    }
     rc = CUDA_CALL(cd->drv, err, cuLaunchKernel, ck->func, launch->num_teams, 1, 1,
-                   launch->num_threads, 1, 1, launch->dyn_shared_mem, stream, params, NULL);
-    cuda_kernel_what("in ", kernel->name, what, sizeof(what));
+                   launch->num_threads, 1, 1, launch->dyn_shared_mem, queue->stream,
+                   launch->arg_ptrs, NULL);
     if (rc != TETHER_OK) {
         char msg[TETHER_ERROR_MSG_MAX];
 
+        cuda_kernel_what("in ", kernel->name, what, sizeof(what));
         snprintf(msg, sizeof(msg), "%s", err->msg);
-        plugin_error_set(err, rc, "%s (%u teams x %u threads, %u bytes shared); %s", msg,
-                         launch->num_teams, launch->num_threads, launch->dyn_shared_mem, what);
-    } else if (queue != NULL) {
-        atomic_store(&queue->last_kernel, kernel->name);
+        return plugin_error_set(err, rc, "%s (%u teams x %u threads, %u bytes shared); %s", msg,
+                                launch->num_teams, launch->num_threads, launch->dyn_shared_mem,
+                                what);
     }
-    if (borrowed) {
-        if (rc == TETHER_OK) {
-            rc = cuda_stream_sync(cd, stream, what, err);
-        }
-        cuda_stream_put(cd, stream, rc != TETHER_OK);
-    }
-free_params:
-    if (params != stack_params) {
-        free(params);
-    }
-    return rc;
+    atomic_store(&queue->last_kernel, kernel->name);
+    atomic_store(&queue->pending, true);
+    return TETHER_OK;
 }

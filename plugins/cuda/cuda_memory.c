@@ -2,13 +2,15 @@
  * cuda_memory.c - allocation kinds, host<->device and device<->device copies, pinning
  * (cuda_plugin.h).
  *
- * Copies always run on one of our non-blocking streams: the caller's queue, or, for a
- * synchronous copy, a stream borrowed from the device's pool and synchronised before returning.
+ * Copies always run on one of our non-blocking streams: the queue common passes (for a
+ * synchronous copy, one it synchronises at the end of the call).
  * The CUDA driver itself recognises page-locked host memory (registered or cuMemAllocHost'd) and
- * then copies by DMA at full link speed; pageable memory is staged by the driver.  So the
- * host_dev hint from common's pinned map is not needed to pick the fast path (with unified
- * addressing the device-accessible address of registered memory is the host address itself);
- * it tells pageable copies, which wait for their stream first (cuda_stream_wait_idle).
+ * then copies by DMA at full link speed; pageable memory is staged by the driver (large pageable
+ * copies common stages itself first, through pinned buffers: cuda_host_pageable tells it which
+ * memory the driver does not know).  So the host_dev hint from common's pinned map is not needed
+ * to pick the fast path (with unified addressing the device-accessible address of registered
+ * memory is the host address itself); it tells pageable copies, which wait for their stream
+ * first (cuda_stream_wait_idle).
  */
 #include "cuda_plugin.h"
 
@@ -78,34 +80,14 @@ tether_status_t cuda_free(struct plugin_device *dev, void *ptr, enum plugin_allo
     }
 }
 
-/* The stream for a copy: the queue's, or a borrowed one (*borrowed_p set). */
-static tether_status_t cuda_copy_stream(struct cuda_device *cd, struct plugin_queue *queue,
-                                        CUstream *stream_p, bool *borrowed_p,
-                                        struct tether_error *err)
-{
-    tether_status_t rc = cuda_ctx_enter(cd, err);
-
-    if (rc != TETHER_OK) {
-        return rc;
-    }
-    if (queue != NULL) {
-        *stream_p = queue->stream;
-        *borrowed_p = false;
-        return TETHER_OK;
-    }
-    rc = cuda_stream_get(cd, stream_p, err);
-    *borrowed_p = rc == TETHER_OK;
-    return rc;
-}
-
 /*
  * A copy between the device and pageable host memory queued behind a running kernel waits
  * inside the driver for that kernel while holding a driver lock that cuMemAlloc needs (seen on
  * an H200, driver 580: libomptarget's cuMemcpyDtoHAsync of a mapped scalar right after the
  * launch blocked the RPC server thread's cuMemAlloc for the device heap, which the kernel was
- * waiting for: a deadlock).  So before such a copy, wait for the stream here, polling without
- * holding anything; the copy would not have started earlier anyway.  Pinned copies (host_dev
- * known) stay asynchronous.
+ * waiting for: a deadlock).  So before such a copy onto a stream with work pending, wait for the
+ * stream here, polling without holding anything; the copy would not have started earlier anyway.
+ * Pinned copies (host_dev known) stay asynchronous.
  */
 static tether_status_t cuda_stream_wait_idle(struct cuda_device *cd, CUstream stream,
                                              struct tether_error *err)
@@ -125,34 +107,24 @@ static tether_status_t cuda_stream_wait_idle(struct cuda_device *cd, CUstream st
     }
 }
 
-/* After enqueuing a copy: a synchronous copy waits and gives its stream back. */
-static tether_status_t cuda_copy_finish(struct cuda_device *cd, CUstream stream, bool borrowed,
-                                        tether_status_t rc, const char *what, size_t size,
-                                        struct tether_error *err)
+/* Before a host<->device copy: the device's context, and for pageable host memory (no host_dev) a
+ * stream with nothing pending (cuda_stream_wait_idle). */
+static tether_status_t cuda_host_copy_enter(struct cuda_device *cd, struct plugin_queue *queue,
+                                            const void *host_dev, struct tether_error *err)
 {
-    if (!borrowed) {
-        return rc;
-    }
-    if (rc == TETHER_OK) {
-        char label[64];
+    tether_status_t rc = cuda_ctx_enter(cd, err);
 
-        snprintf(label, sizeof(label), "in a %s of %zu bytes", what, size);
-        rc = cuda_stream_sync(cd, stream, label, err);
+    if (rc == TETHER_OK && host_dev == NULL && atomic_load(&queue->pending)) {
+        rc = cuda_stream_wait_idle(cd, queue->stream, err);
     }
-    cuda_stream_put(cd, stream, rc != TETHER_OK);
     return rc;
 }
 
-/* The stream of a host<->device copy; pageable host memory (no host_dev) on a queue waits for
- * the queue's stream first (cuda_stream_wait_idle). */
-static tether_status_t cuda_host_copy_stream(struct cuda_device *cd, struct plugin_queue *queue,
-                                             const void *host_dev, CUstream *stream_p,
-                                             bool *borrowed_p, struct tether_error *err)
+/* After enqueueing a copy: the stream has work pending. */
+static tether_status_t cuda_copy_done(struct plugin_queue *queue, tether_status_t rc)
 {
-    tether_status_t rc = cuda_copy_stream(cd, queue, stream_p, borrowed_p, err);
-
-    if (rc == TETHER_OK && host_dev == NULL && queue != NULL) {
-        rc = cuda_stream_wait_idle(cd, *stream_p, err);
+    if (rc == TETHER_OK) {
+        atomic_store(&queue->pending, true);
     }
     return rc;
 }
@@ -162,17 +134,13 @@ tether_status_t cuda_memcpy_h2d(struct plugin_device *dev, void *dst, const void
                                 struct tether_error *err)
 {
     struct cuda_device *cd = cuda_device_of(dev);
-    CUstream stream;
-    bool borrowed;
-    tether_status_t rc = cuda_host_copy_stream(cd, queue, host_dev, &stream, &borrowed, err);
+    tether_status_t rc = cuda_host_copy_enter(cd, queue, host_dev, err);
 
     if (rc != TETHER_OK) {
         return rc;
     }
-    if (host_dev != NULL || !cuda_stage_h2d(cd, cuda_dptr(dst), src, size, stream, &rc, err)) {
-        rc = CUDA_CALL(cd->drv, err, cuMemcpyHtoDAsync, cuda_dptr(dst), src, size, stream);
-    }
-    return cuda_copy_finish(cd, stream, borrowed, rc, "host-to-device copy", size, err);
+    rc = CUDA_CALL(cd->drv, err, cuMemcpyHtoDAsync, cuda_dptr(dst), src, size, queue->stream);
+    return cuda_copy_done(queue, rc);
 }
 
 tether_status_t cuda_memcpy_d2h(struct plugin_device *dev, void *dst, const void *src, size_t size,
@@ -180,17 +148,13 @@ tether_status_t cuda_memcpy_d2h(struct plugin_device *dev, void *dst, const void
                                 struct tether_error *err)
 {
     struct cuda_device *cd = cuda_device_of(dev);
-    CUstream stream;
-    bool borrowed;
-    tether_status_t rc = cuda_host_copy_stream(cd, queue, host_dev, &stream, &borrowed, err);
+    tether_status_t rc = cuda_host_copy_enter(cd, queue, host_dev, err);
 
     if (rc != TETHER_OK) {
         return rc;
     }
-    if (host_dev != NULL || !cuda_stage_d2h(cd, dst, cuda_dptr(src), size, stream, &rc, err)) {
-        rc = CUDA_CALL(cd->drv, err, cuMemcpyDtoHAsync, dst, cuda_dptr(src), size, stream);
-    }
-    return cuda_copy_finish(cd, stream, borrowed, rc, "device-to-host copy", size, err);
+    rc = CUDA_CALL(cd->drv, err, cuMemcpyDtoHAsync, dst, cuda_dptr(src), size, queue->stream);
+    return cuda_copy_done(queue, rc);
 }
 
 /* Direct access between two GPUs when the hardware allows it; otherwise the driver stages
@@ -219,23 +183,21 @@ tether_status_t cuda_memcpy_d2d(struct plugin_device *dst_dev, void *dst,
 {
     struct cuda_device *dcd = cuda_device_of(dst_dev);
     struct cuda_device *scd = cuda_device_of(src_dev);
-    CUstream stream;
-    bool borrowed;
     tether_status_t rc;
 
-    rc = cuda_copy_stream(dcd, queue, &stream, &borrowed, err);
+    rc = cuda_ctx_enter(dcd, err);
     if (rc != TETHER_OK) {
         return rc;
     }
     if (dcd == scd) {
         rc = CUDA_CALL(dcd->drv, err, cuMemcpyDtoDAsync, cuda_dptr(dst), cuda_dptr(src), size,
-                       stream);
+                       queue->stream);
     } else {
         cuda_try_peer(dcd, scd);
         rc = CUDA_CALL(dcd->drv, err, cuMemcpyPeerAsync, cuda_dptr(dst), dcd->ctx, cuda_dptr(src),
-                       scd->ctx, size, stream);
+                       scd->ctx, size, queue->stream);
     }
-    return cuda_copy_finish(dcd, stream, borrowed, rc, "device-to-device copy", size, err);
+    return cuda_copy_done(queue, rc);
 }
 
 tether_status_t cuda_host_register(struct plugin_device *dev, void *ptr, size_t size,
@@ -296,4 +258,16 @@ tether_status_t cuda_host_unregister(struct plugin_device *dev, void *base, size
         return rc;
     }
     return CUDA_CALL(cd->drv, err, cuMemHostUnregister, base);
+}
+
+/* Memory the driver knows (registered, pinned by it, managed, device) has a memory type; for any
+ * other address cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE.  No context needed. */
+bool cuda_host_pageable(struct plugin_device *dev, const void *ptr, size_t size)
+{
+    struct cuda_device *cd = cuda_device_of(dev);
+    unsigned int type = 0;
+
+    (void)size;
+    return cd->drv->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                          cuda_dptr(ptr)) == CUDA_ERROR_INVALID_VALUE;
 }

@@ -49,78 +49,6 @@ void cuda_log_teardown(struct cuda_device *cd, CUresult result, const char *call
                err.msg);
 }
 
-tether_status_t cuda_stream_get(struct cuda_device *cd, CUstream *stream_p,
-                                struct tether_error *err)
-{
-    CUstream stream = NULL;
-    tether_status_t rc;
-
-    pthread_mutex_lock(&cd->pool_lock);
-    if (cd->pool_len > 0) {
-        stream = cd->pool[--cd->pool_len];
-    }
-    pthread_mutex_unlock(&cd->pool_lock);
-    if (stream == NULL) {
-        rc = CUDA_CALL(cd->drv, err, cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
-        if (rc != TETHER_OK) {
-            return rc;
-        }
-    }
-    *stream_p = stream;
-    return TETHER_OK;
-}
-
-void cuda_stream_put(struct cuda_device *cd, CUstream stream, bool broken)
-{
-    bool pooled = false;
-
-    if (!broken) {
-        pthread_mutex_lock(&cd->pool_lock);
-        if (cd->pool_len == cd->pool_cap) {
-            size_t cap = cd->pool_cap ? cd->pool_cap * 2 : 16;
-            CUstream *pool = realloc(cd->pool, cap * sizeof(*pool));
-
-            if (pool != NULL) {
-                cd->pool = pool;
-                cd->pool_cap = cap;
-            }
-        }
-        if (cd->pool_len < cd->pool_cap) {
-            cd->pool[cd->pool_len++] = stream;
-            pooled = true;
-        }
-        pthread_mutex_unlock(&cd->pool_lock);
-    }
-    if (!pooled) {
-        cuda_log_teardown(cd, cd->drv->cuStreamDestroy(stream),
-                          cuda_driver_symbol_names[CUDA_SLOT_cuStreamDestroy]);
-    }
-}
-
-tether_status_t cuda_stream_sync(struct cuda_device *cd, CUstream stream, const char *what,
-                                 struct tether_error *err)
-{
-    CUresult res = cd->drv->cuStreamSynchronize(stream);
-    tether_status_t rc = cuda_driver_check(
-        cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamSynchronize], err);
-
-    if (rc != TETHER_OK) {
-        /* Keep the driver's words first, then the likely cause of a fault where the program
-         * requires unified shared memory this device does not have, then which work failed
-         * (last: a long name is what gets cut). */
-        char msg[TETHER_ERROR_MSG_MAX];
-
-        snprintf(msg, sizeof(msg), "%s", err->msg);
-        plugin_error_set(err, rc, "%s%s; %s", msg,
-                         res == CUDA_ERROR_ILLEGAL_ADDRESS && plugin_usm_unreachable(&cd->base)
-                             ? " (the program requires unified_shared_memory, which this device "
-                               "cannot serve: see the warning at its initialisation)"
-                             : "",
-                         what);
-    }
-    return rc;
-}
-
 /* ---- plugin ------------------------------------------------------------------------------- */
 
 static tether_status_t cuda_plugin_create(struct plugin **plugin_p, struct tether_error *err)
@@ -216,8 +144,7 @@ static void cuda_plugin_destroy(struct plugin *plugin)
     struct cuda_plugin *cp = cuda_plugin_of(plugin);
 
     /* The driver stays loaded: CUDA registers its own exit handlers, and unloading it under
-     * them at process exit is not safe.  Only our own memory (and copy threads) go. */
-    cuda_stage_shutdown();
+     * them at process exit is not safe.  Only our own memory goes. */
     cuda_driver_free(cp->drv);
     free(cp->cc_major);
     free(cp->cc_minor);
@@ -318,31 +245,19 @@ static void cuda_env_limit(struct cuda_device *cd, const char *name, CUlimit lim
     }
 }
 
-static size_t cuda_env_count(const char *name, size_t def)
+static uint32_t cuda_env_count(const char *name, uint32_t def)
 {
-    return (size_t)plugin_env_int(name, (int64_t)def, 0, CUDA_MAX_INITIAL);
+    return (uint32_t)plugin_env_int(name, def, 0, CUDA_MAX_INITIAL);
 }
 
 static void cuda_device_release(struct cuda_device *cd)
 {
     struct cuda_driver *drv = cd->drv;
 
-    for (size_t i = 0; i < cd->pool_len; i++) {
-        cuda_log_teardown(cd, drv->cuStreamDestroy(cd->pool[i]),
-                          cuda_driver_symbol_names[CUDA_SLOT_cuStreamDestroy]);
-    }
-    free(cd->pool);
-    for (size_t i = 0; i < cd->events_len; i++) {
-        cuda_log_teardown(cd, drv->cuEventDestroy(cd->events[i]),
-                          cuda_driver_symbol_names[CUDA_SLOT_cuEventDestroy]);
-    }
-    free(cd->events);
-    cuda_stage_release(cd);
     if (cd->ctx != NULL) {
         cuda_log_teardown(cd, drv->cuDevicePrimaryCtxRelease(cd->cu_dev),
                           cuda_driver_symbol_names[CUDA_SLOT_cuDevicePrimaryCtxRelease]);
     }
-    pthread_mutex_destroy(&cd->pool_lock);
     free(cd);
 }
 
@@ -354,18 +269,12 @@ static tether_status_t cuda_device_create(struct plugin *plugin, int32_t id,
     struct cuda_device *cd;
     unsigned int flags = 0;
     int active = 0;
-    size_t streams;
     tether_status_t rc;
 
     cd = calloc(1, sizeof(*cd));
     if (cd == NULL) {
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "CUDA device %d", (int)id);
     }
-    if (pthread_mutex_init(&cd->pool_lock, NULL) != 0) {
-        free(cd);
-        return plugin_error_set(err, TETHER_ERR_INTERNAL, "pthread_mutex_init failed");
-    }
-    cuda_stage_init(&cd->stage);
     /* Until common fills them in, log through the plugin with no device. */
     cd->base.plugin = plugin;
     cd->base.id = id;
@@ -429,31 +338,12 @@ static tether_status_t cuda_device_create(struct plugin *plugin, int32_t id,
     cuda_env_limit(cd, "LIBOMPTARGET_STACK_SIZE", CU_LIMIT_STACK_SIZE);
     cuda_env_limit(cd, "LIBOMPTARGET_HEAP_SIZE", CU_LIMIT_MALLOC_HEAP_SIZE);
     cuda_env_limit(cd, "TETHER_CUDA_PRINTF_FIFO", CU_LIMIT_PRINTF_FIFO_SIZE);
-    /* Pools: streams and events made now so that the first target regions do not pay for them. */
-    streams = cuda_env_count("LIBOMPTARGET_NUM_INITIAL_STREAMS", CUDA_DEFAULT_INITIAL_STREAMS);
-    cd->pool = calloc(streams ? streams : 1, sizeof(*cd->pool));
+    /* Streams and events common makes with the device, so that the first target regions do not
+     * pay for them. */
+    cd->initial_streams =
+        cuda_env_count("LIBOMPTARGET_NUM_INITIAL_STREAMS", CUDA_DEFAULT_INITIAL_STREAMS);
     cd->initial_events =
         cuda_env_count("LIBOMPTARGET_NUM_INITIAL_EVENTS", CUDA_DEFAULT_INITIAL_EVENTS);
-    cd->events = calloc(cd->initial_events ? cd->initial_events : 1, sizeof(*cd->events));
-    if (cd->pool == NULL || cd->events == NULL) {
-        rc = plugin_error_set(err, TETHER_ERR_NO_MEMORY, "stream and event pools");
-        goto release;
-    }
-    cd->pool_cap = streams ? streams : 1;
-    for (size_t i = 0; i < streams; i++) {
-        rc = CUDA_CALL(drv, err, cuStreamCreate, &cd->pool[i], CU_STREAM_NON_BLOCKING);
-        if (rc != TETHER_OK) {
-            goto release;
-        }
-        cd->pool_len++;
-    }
-    for (size_t i = 0; i < cd->initial_events; i++) {
-        rc = CUDA_CALL(drv, err, cuEventCreate, &cd->events[i], CU_EVENT_DISABLE_TIMING);
-        if (rc != TETHER_OK) {
-            goto release;
-        }
-        cd->events_len++;
-    }
     *dev_p = &cd->base;
     return TETHER_OK;
 
@@ -487,6 +377,8 @@ static tether_status_t cuda_device_limits(struct plugin_device *dev,
     limits_p->max_teams = (uint32_t)cd->max_grid_x;
     limits_p->default_threads = CUDA_DEFAULT_THREADS;
     limits_p->default_teams = CUDA_DEFAULT_TEAMS;
+    limits_p->initial_queues = cd->initial_streams;
+    limits_p->initial_events = cd->initial_events;
     /* Each NVIDIA thread calls on its own home port (docs/rpc-services.md): with 4096 ports
      * the 16896 threads of a 132 x 128 printf shared ports and printed at 0.98 M lines/s on an
      * H200, with 16384 at 2.05 M lines/s (CUDA's printf: 1.98).  32 MiB of pinned memory. */
@@ -618,6 +510,7 @@ const struct plugin_ops plugin_backend_ops = {
     .memcpy_d2d = cuda_memcpy_d2d,
     .host_register = cuda_host_register,
     .host_unregister = cuda_host_unregister,
+    .host_pageable = cuda_host_pageable,
     .queue_create = cuda_queue_create,
     .queue_destroy = cuda_queue_destroy,
     .queue_sync = cuda_queue_sync,

@@ -10,14 +10,15 @@
  *  - Each device uses its PRIMARY context, retained in device_create and released in
  *    device_destroy.  Every slot that calls the driver first makes that context current on the
  *    calling thread (cuda_ctx_enter), so any thread may call any slot.
- *  - Streams are created CU_STREAM_NON_BLOCKING: no implicit synchronisation with the legacy
- *    default stream (user CUDA code in the same process does not serialise with us).
- *  - Synchronous operations (a slot called with queue NULL) borrow a stream from the device's
- *    pool, synchronise it and give it back; nothing uses the legacy default stream.
+ *  - A queue is one stream, created CU_STREAM_NON_BLOCKING: no implicit synchronisation with the
+ *    legacy default stream (user CUDA code in the same process does not serialise with us), and
+ *    nothing uses the legacy default stream.  Every copy and launch comes with a queue (common
+ *    pools them, synchronous calls included); cuda_queue_sync is the one place the backend waits
+ *    for a stream.
  *
- * Locking: struct cuda_device's stream pool is protected by pool_lock (held only to push/pop);
- * everything else in the backend objects is written before the object is published to common
- * and read-only afterwards, except cuda_kernel.dyn_shared_set (atomic).
+ * Locking: everything in the backend objects is written before the object is published to common
+ * and read-only afterwards, except cuda_kernel.dyn_shared_set and the queue's last_kernel and
+ * pending (atomics).
  */
 #ifndef TETHER_CUDA_PLUGIN_H
 #define TETHER_CUDA_PLUGIN_H
@@ -37,17 +38,7 @@ struct cuda_plugin {
     int *cc_minor;
 };
 
-/* Pinned staging buffers for large pageable copies (cuda_stage.c). */
-#define CUDA_STAGE_BUFS 3
-struct cuda_stage {
-    pthread_mutex_t lock; /* held by the one copy using the buffers */
-    void *buf[CUDA_STAGE_BUFS];
-    CUevent done[CUDA_STAGE_BUFS]; /* recorded after each buffer's last DMA */
-    bool used[CUDA_STAGE_BUFS];    /* done[i] recorded and not yet waited for */
-    bool failed;                   /* the driver refused them: not tried again */
-};
-
-/* A device: primary context, attributes, the pool of idle streams. */
+/* A device: primary context, attributes. */
 struct cuda_device {
     struct plugin_device base;
     struct cuda_driver *drv;
@@ -59,13 +50,8 @@ struct cuda_device {
     int max_shared_optin; /* bytes of dynamic shared memory a kernel may opt into */
     int host_ptr_is_dev;  /* registered host memory has the same address on the device */
     size_t total_mem;
-    pthread_mutex_t pool_lock;
-    CUstream *pool; /* idle streams */
-    size_t pool_len, pool_cap;
-    size_t initial_events; /* LIBOMPTARGET_NUM_INITIAL_EVENTS, precreated into events */
-    CUevent *events;
-    size_t events_len;
-    struct cuda_stage stage;
+    uint32_t initial_streams; /* LIBOMPTARGET_NUM_INITIAL_STREAMS, for common's queue pool */
+    uint32_t initial_events;  /* LIBOMPTARGET_NUM_INITIAL_EVENTS, for common's event pool */
 };
 
 /* A queue of common's contract: one CUDA stream. */
@@ -74,6 +60,9 @@ struct plugin_queue {
     /* Name of the last kernel launched on the stream since it was last found complete, for the
      * message when the stream's work fails (a fault surfaces at the next synchronisation). */
     _Atomic(const char *) last_kernel;
+    /* Work was enqueued since the stream was last found complete (a pageable copy waits for it
+     * first: cuda_memory.c). */
+    atomic_bool pending;
 };
 
 /* An event: one CUDA event (timing disabled). */
@@ -114,16 +103,6 @@ tether_status_t cuda_l2_probe(struct plugin_device *dev, uint64_t addr, uint32_t
                               uint32_t stride, uint32_t *cycles, uint32_t max_sms, uint32_t *sms_p,
                               struct tether_error *err);
 
-/* Borrow an idle stream of the device (creating one when the pool is empty) / give it back.
- * cuda_stream_put() destroys the stream instead when `broken` (it saw an error). */
-tether_status_t cuda_stream_get(struct cuda_device *cd, CUstream *stream_p,
-                                struct tether_error *err);
-void cuda_stream_put(struct cuda_device *cd, CUstream stream, bool broken);
-
-/* Wait for a stream and convert its first error; names `what` in the message. */
-tether_status_t cuda_stream_sync(struct cuda_device *cd, CUstream stream, const char *what,
-                                 struct tether_error *err);
-
 /* Slots, by file. */
 tether_status_t cuda_alloc(struct plugin_device *dev, size_t size, enum plugin_alloc_kind kind,
                            void **ptr_p, struct tether_error *err);
@@ -142,6 +121,7 @@ tether_status_t cuda_host_register(struct plugin_device *dev, void *ptr, size_t 
                                    void **dev_ptr_p, bool *external_p, struct tether_error *err);
 tether_status_t cuda_host_unregister(struct plugin_device *dev, void *base, size_t size,
                                      struct tether_error *err);
+bool cuda_host_pageable(struct plugin_device *dev, const void *ptr, size_t size);
 
 tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue **queue_p,
                                   struct tether_error *err);
@@ -175,18 +155,6 @@ void cuda_kernel_release(struct plugin_device *dev, struct plugin_kernel *kernel
 tether_status_t cuda_launch(struct plugin_device *dev, struct plugin_kernel *kernel,
                             const struct plugin_launch *launch, struct plugin_queue *queue,
                             struct tether_error *err);
-
-/* cuda_stage.c: copies of pageable host memory through pinned buffers.  h2d/d2h return false
- * when the copy is not for them (small, memory the driver knows, buffers busy or refused; the
- * caller then uses the driver's path), else true with the copy's status in *rc_p (h2d: enqueued
- * on `stream`, the source read; d2h: complete).  The caller has the device's context current. */
-void cuda_stage_init(struct cuda_stage *st);
-void cuda_stage_release(struct cuda_device *cd);
-void cuda_stage_shutdown(void);
-bool cuda_stage_h2d(struct cuda_device *cd, CUdeviceptr dst, const void *src, size_t size,
-                    CUstream stream, tether_status_t *rc_p, struct tether_error *err);
-bool cuda_stage_d2h(struct cuda_device *cd, void *dst, CUdeviceptr src, size_t size,
-                    CUstream stream, tether_status_t *rc_p, struct tether_error *err);
 
 /* Log a failure that cannot be returned (destroy paths): at debug level when the driver is
  * already shutting down (process exit), as a warning otherwise. */

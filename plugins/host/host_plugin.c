@@ -14,7 +14,8 @@
  *    the pointer itself), but lock/unlock still follow the pinned map's rules in common.
  *  - queues and events: in-order queues that complete work when it is enqueued (the CPU has no
  *    separate engine to overlap with); they keep the first error for queue_sync, so common's
- *    asynchronous paths (pools, Queue = NULL contract, events) run for real on every machine.
+ *    asynchronous paths (pools, synchronous calls on a queue, events) run for real on every
+ *    machine.
  *
  * Devices: TETHER_X86_64_DEVICES (1..64, default 4, like LLVM's host plugin).  All devices share
  * the process's memory; each device loads its own copy of an image (its own globals).
@@ -231,7 +232,7 @@ static tether_status_t host_free(struct plugin_device *dev, void *ptr, enum plug
 static tether_status_t queue_note(struct plugin_queue *queue, tether_status_t rc,
                                   const struct tether_error *err)
 {
-    if (queue != NULL && rc != TETHER_OK && queue->status == TETHER_OK) {
+    if (rc != TETHER_OK && queue->status == TETHER_OK) {
         queue->status = rc;
         queue->err = *err;
     }
@@ -570,9 +571,7 @@ static tether_status_t host_launch(struct plugin_device *dev, struct plugin_kern
 {
     struct host_kernel *hk = container_of(kernel, struct host_kernel, base);
     ffi_type *stack_types[HOST_STACK_ARGS];
-    void *stack_values[HOST_STACK_ARGS];
     ffi_type **types = stack_types;
-    void **values = stack_values;
     void (*fn)(void);
     tether_status_t rc = TETHER_OK;
     ffi_status fs;
@@ -581,31 +580,27 @@ static tether_status_t host_launch(struct plugin_device *dev, struct plugin_kern
     (void)dev;
     if (launch->num_args > HOST_STACK_ARGS) {
         types = malloc(launch->num_args * sizeof(*types));
-        values = malloc(launch->num_args * sizeof(*values));
-        if (types == NULL || values == NULL) {
-            rc = plugin_error_set(err, TETHER_ERR_NO_MEMORY, "%u kernel arguments",
-                                  (unsigned)launch->num_args);
-            goto free_arrays;
+        if (types == NULL) {
+            return queue_note(queue,
+                              plugin_error_set(err, TETHER_ERR_NO_MEMORY, "%u kernel arguments",
+                                               (unsigned)launch->num_args),
+                              err);
         }
     }
     for (uint32_t i = 0; i < launch->num_args; i++) {
         types[i] = &ffi_type_pointer;
-        values[i] = &launch->args[i];
     }
     fs = ffi_prep_cif(&cif, FFI_DEFAULT_ABI, launch->num_args, &ffi_type_void, types);
     if (fs != FFI_OK) {
         rc = plugin_error_set(err, TETHER_ERR_DRIVER, "ffi_prep_cif for %s (%u args): status %d",
                               kernel->name, (unsigned)launch->num_args, (int)fs);
-        goto free_arrays;
+        goto free_types;
     }
     memcpy(&fn, &hk->fn, sizeof(fn));
-    ffi_call(&cif, fn, NULL, values);
-free_arrays:
+    ffi_call(&cif, fn, NULL, launch->arg_ptrs);
+free_types:
     if (types != stack_types) {
         free(types);
-    }
-    if (values != stack_values) {
-        free(values);
     }
     return queue_note(queue, rc, err);
 }

@@ -1,9 +1,8 @@
 /*
- * amdgpu_test.h - the few checking macros the AMDGPU unit tests share.
+ * amdgpu_test.h - what the AMDGPU unit tests share besides the checks of tcheck.h.
  *
- * CHECK(cond) fails the test (exit 1) with the file, line and condition; CHECK_ST(expr, want)
- * compares tether statuses and prints both names.  Each test is one process (ctest runs it with
- * a timeout), so failing fast is enough.
+ * Their checks are REQUIRE and REQUIRE_RC: each test is one process (ctest runs it with a
+ * timeout) whose later steps build on the earlier ones, so it stops at the first failure.
  */
 #ifndef TETHER_TEST_AMDGPU_TEST_H
 #define TETHER_TEST_AMDGPU_TEST_H
@@ -11,26 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "tcheck.h"
 #include "tether/status.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_ST(expr, want)                                                                       \
-    do {                                                                                           \
-        tether_status_t got_ = (expr);                                                             \
-        if (got_ != (want)) {                                                                      \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %d (%s)\n", __FILE__, __LINE__,  \
-                    #expr, (int)got_, tether_status_str(got_), (int)(want),                        \
-                    tether_status_str(want));                                                      \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+/* A mode's result: its own non-zero status (a usage error, a skip), else the checks' summary. */
+static inline int amdgpu_test_end(const char *mode, int rc)
+{
+    return rc != 0 ? rc : tcheck_exit(mode);
+}
 
 /* Read a whole file into a malloc'ed buffer (exit 1 on failure). */
 static inline void *test_read_file(const char *path, size_t *size_p)

@@ -43,7 +43,7 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
-#include "amdgpu_elf.h"
+#include "amdgpu_code_object.h"
 #include "fake_hsa.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
@@ -101,7 +101,7 @@ struct fake_symbol {
 struct fake_executable {
     uint8_t *image;
     size_t size;
-    struct amdgpu_elf elf;
+    struct plugin_image elf; /* image and size, for common's ELF reader */
     bool loaded, frozen;
     int gpu;
     struct fake_symbol *symbols;
@@ -925,7 +925,7 @@ FAKE_EXPORT hsa_status_t hsa_code_object_reader_create_from_memory(
     struct fake_reader *r;
 
     FAKE_FAIL_POINT("hsa_code_object_reader_create_from_memory");
-    if (!amdgpu_elf_is_amdgpu(code_object, size))
+    if (image_elf_machine(&(struct plugin_image){.start = code_object, .size = size}) != EM_AMDGPU)
         return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
     r = calloc(1, sizeof(*r));
     if (r == NULL)
@@ -986,7 +986,8 @@ FAKE_EXPORT hsa_status_t hsa_executable_load_agent_code_object(
         return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
     memcpy(e->image, r->image, r->size);
     e->size = r->size;
-    if (amdgpu_elf_open(e->image, e->size, &e->elf, NULL) != TETHER_OK) {
+    e->elf = (struct plugin_image){.start = e->image, .size = e->size};
+    if (image_elf_header(&e->elf, &(struct image_elf_header){0}, NULL) != TETHER_OK) {
         free(e->image);
         e->image = NULL;
         return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
@@ -1034,7 +1035,7 @@ FAKE_EXPORT hsa_status_t hsa_executable_get_symbol_by_name(hsa_executable_t exec
                                                            hsa_executable_symbol_t *symbol)
 {
     struct fake_executable *e = (void *)(uintptr_t)executable.handle;
-    struct amdgpu_elf_symbol es;
+    struct image_symbol es;
     struct fake_symbol *s;
     size_t len = strlen(symbol_name);
 
@@ -1044,16 +1045,17 @@ FAKE_EXPORT hsa_status_t hsa_executable_get_symbol_by_name(hsa_executable_t exec
     for (s = e->symbols; s != NULL; s = s->next)
         if (strcmp(s->name, symbol_name) == 0)
             goto found;
-    if (amdgpu_elf_find_symbol(&e->elf, symbol_name, &es) != TETHER_OK || es.type != STT_OBJECT ||
+    if (!image_elf_symbol(&e->elf, symbol_name, &es) || es.type != STT_OBJECT ||
         len >= sizeof(s->name))
         return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;
     s = calloc(1, sizeof(*s));
     if (s == NULL)
         return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
     memcpy(s->name, symbol_name, len + 1);
-    if (len > 3 && strcmp(symbol_name + len - 3, ".kd") == 0 && es.size == 64 && es.bytes != NULL) {
+    if (len > 3 && strcmp(symbol_name + len - 3, ".kd") == 0 && es.size == 64 &&
+        es.data_size == 64) {
         s->kernel = true;
-        memcpy(&s->kernarg_size, es.bytes + 8, 4);
+        memcpy(&s->kernarg_size, (const uint8_t *)es.data + 8, 4);
         memcpy(s->kernel_name, symbol_name, len - 3);
     } else {
         /* a variable: device memory of the executable's agent, initialised from the image */
@@ -1066,8 +1068,8 @@ FAKE_EXPORT hsa_status_t hsa_executable_get_symbol_by_name(hsa_executable_t exec
             free(s);
             return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
         }
-        if (es.bytes != NULL)
-            memcpy(mem, es.bytes, es.size);
+        if (es.data != NULL && es.data_size == es.size)
+            memcpy(mem, es.data, es.size);
         else
             memset(mem, 0, es.size ? es.size : 1);
         s->storage = mem;

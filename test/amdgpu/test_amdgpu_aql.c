@@ -27,37 +27,37 @@ static void test_dispatch(void)
     uint32_t hs;
     uint16_t header;
 
-    CHECK_ST(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_OK);
-    CHECK(pkt.header == HSA_PACKET_TYPE_INVALID); /* not valid until published */
-    CHECK(pkt.setup == 1);
-    CHECK(pkt.workgroup_size_x == 256 && pkt.workgroup_size_y == 1 && pkt.workgroup_size_z == 1);
-    CHECK(pkt.grid_size_x == 440u * 256u && pkt.grid_size_y == 1 && pkt.grid_size_z == 1);
-    CHECK(pkt.group_segment_size == 2608 && pkt.private_segment_size == 16);
-    CHECK(pkt.kernel_object == d.kernel_object && pkt.kernarg_address == d.kernarg);
-    CHECK(pkt.completion_signal.handle == 0x5151);
-    CHECK(pkt.reserved0 == 0 && pkt.reserved2 == 0);
+    REQUIRE_RC(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_OK);
+    REQUIRE(pkt.header == HSA_PACKET_TYPE_INVALID); /* not valid until published */
+    REQUIRE(pkt.setup == 1);
+    REQUIRE(pkt.workgroup_size_x == 256 && pkt.workgroup_size_y == 1 && pkt.workgroup_size_z == 1);
+    REQUIRE(pkt.grid_size_x == 440u * 256u && pkt.grid_size_y == 1 && pkt.grid_size_z == 1);
+    REQUIRE(pkt.group_segment_size == 2608 && pkt.private_segment_size == 16);
+    REQUIRE(pkt.kernel_object == d.kernel_object && pkt.kernarg_address == d.kernarg);
+    REQUIRE(pkt.completion_signal.handle == 0x5151);
+    REQUIRE(pkt.reserved0 == 0 && pkt.reserved2 == 0);
     header = (uint16_t)hs;
-    CHECK((hs >> 16) == 1); /* setup: 1 dimension */
-    CHECK((header & 0xff) == HSA_PACKET_TYPE_KERNEL_DISPATCH);
-    CHECK(header & (1u << HSA_PACKET_HEADER_BARRIER));
-    CHECK(((header >> HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) & 3) == HSA_FENCE_SCOPE_SYSTEM);
-    CHECK(((header >> HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE) & 3) == HSA_FENCE_SCOPE_SYSTEM);
+    REQUIRE((hs >> 16) == 1); /* setup: 1 dimension */
+    REQUIRE((header & 0xff) == HSA_PACKET_TYPE_KERNEL_DISPATCH);
+    REQUIRE(header & (1u << HSA_PACKET_HEADER_BARRIER));
+    REQUIRE(((header >> HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) & 3) == HSA_FENCE_SCOPE_SYSTEM);
+    REQUIRE(((header >> HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE) & 3) == HSA_FENCE_SCOPE_SYSTEM);
     /* the exact word: type 2 | barrier 0x100 | acquire system 0x400 | release system 0x1000 */
-    CHECK(hs == 0x00011502u);
+    REQUIRE(hs == 0x00011502u);
 
     /* geometry the packet cannot carry */
     d.group_size = 0;
-    CHECK_ST(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_ERR_INVALID);
+    REQUIRE_RC(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_ERR_INVALID);
     d.group_size = 65536;
-    CHECK_ST(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_ERR_INVALID);
+    REQUIRE_RC(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_ERR_INVALID);
     d.group_size = 1024;
     d.num_groups = 0;
-    CHECK_ST(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_ERR_INVALID);
+    REQUIRE_RC(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_ERR_INVALID);
     d.num_groups = 4u << 20; /* 2^22 groups of 2^10: 2^32 work-items, one too many */
-    CHECK_ST(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_ERR_INVALID);
-    CHECK(strstr(err.msg, "4194304 groups of 1024") != NULL);
+    REQUIRE_RC(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_ERR_INVALID);
+    REQUIRE(strstr(err.msg, "4194304 groups of 1024") != NULL);
     d.num_groups = (4u << 20) - 1;
-    CHECK_ST(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_OK);
+    REQUIRE_RC(amdgpu_aql_dispatch_build(&d, &pkt, &hs, &err), TETHER_OK);
 }
 
 static void test_barrier(void)
@@ -66,14 +66,16 @@ static void test_barrier(void)
     hsa_barrier_and_packet_t pkt;
     uint32_t hs;
 
-    CHECK_ST(amdgpu_aql_barrier_and_build(deps, 2, (hsa_signal_t){77}, &pkt, &hs, NULL), TETHER_OK);
-    CHECK(pkt.dep_signal[0].handle == 1 && pkt.dep_signal[1].handle == 2);
-    CHECK(pkt.dep_signal[2].handle == 0 && pkt.dep_signal[4].handle == 0);
-    CHECK(pkt.completion_signal.handle == 77);
-    CHECK((hs & 0xff) == HSA_PACKET_TYPE_BARRIER_AND && (hs >> 16) == 0);
-    CHECK_ST(amdgpu_aql_barrier_and_build(deps, 5, (hsa_signal_t){0}, &pkt, &hs, NULL), TETHER_OK);
-    CHECK_ST(amdgpu_aql_barrier_and_build(deps, 6, (hsa_signal_t){0}, &pkt, &hs, NULL),
-             TETHER_ERR_INVALID);
+    REQUIRE_RC(amdgpu_aql_barrier_and_build(deps, 2, (hsa_signal_t){77}, &pkt, &hs, NULL),
+               TETHER_OK);
+    REQUIRE(pkt.dep_signal[0].handle == 1 && pkt.dep_signal[1].handle == 2);
+    REQUIRE(pkt.dep_signal[2].handle == 0 && pkt.dep_signal[4].handle == 0);
+    REQUIRE(pkt.completion_signal.handle == 77);
+    REQUIRE((hs & 0xff) == HSA_PACKET_TYPE_BARRIER_AND && (hs >> 16) == 0);
+    REQUIRE_RC(amdgpu_aql_barrier_and_build(deps, 5, (hsa_signal_t){0}, &pkt, &hs, NULL),
+               TETHER_OK);
+    REQUIRE_RC(amdgpu_aql_barrier_and_build(deps, 6, (hsa_signal_t){0}, &pkt, &hs, NULL),
+               TETHER_ERR_INVALID);
 }
 
 /* ---- publish ordering --------------------------------------------------------------------- */
@@ -113,7 +115,7 @@ static void test_publish(void)
 
     memset(slot, 0, sizeof(slot));
     *header = HSA_PACKET_TYPE_INVALID;
-    CHECK(pthread_create(&t, NULL, consumer, NULL) == 0);
+    REQUIRE(pthread_create(&t, NULL, consumer, NULL) == 0);
     for (uint32_t round = 1; round <= ROUNDS; round++) {
         struct amdgpu_dispatch d = {.kernel_object = round * 3ull,
                                     .num_groups = round,
@@ -122,12 +124,12 @@ static void test_publish(void)
         hsa_kernel_dispatch_packet_t pkt;
         uint32_t hs;
 
-        CHECK_ST(amdgpu_aql_dispatch_build(&d, &pkt, &hs, NULL), TETHER_OK);
+        REQUIRE_RC(amdgpu_aql_dispatch_build(&d, &pkt, &hs, NULL), TETHER_OK);
         while ((__atomic_load_n(header, __ATOMIC_ACQUIRE) & 0xff) != HSA_PACKET_TYPE_INVALID)
             ;
         amdgpu_aql_packet_publish(slot, &pkt, hs);
     }
-    CHECK(pthread_join(t, NULL) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
 }
 
 int main(void)
@@ -135,6 +137,5 @@ int main(void)
     test_dispatch();
     test_barrier();
     test_publish();
-    printf("amdgpu aql: ok\n");
-    return 0;
+    return tcheck_exit("amdgpu aql");
 }

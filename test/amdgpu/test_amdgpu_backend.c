@@ -42,11 +42,11 @@ static void bind_fake(void)
 {
     void *h = dlopen("libhsa-runtime64.so.1", RTLD_NOW | RTLD_NOLOAD);
 
-    CHECK(h != NULL);
+    REQUIRE(h != NULL);
     fake_stats = (fake_hsa_stats_fn)(uintptr_t)dlsym(h, "fake_hsa_stats");
     fake_last = (fake_hsa_last_dispatch_fn)(uintptr_t)dlsym(h, "fake_hsa_last_dispatch");
     fake_fail = (fake_hsa_set_fail_fn)(uintptr_t)dlsym(h, "fake_hsa_set_fail");
-    CHECK(fake_stats != NULL && fake_last != NULL && fake_fail != NULL);
+    REQUIRE(fake_stats != NULL && fake_last != NULL && fake_fail != NULL);
 }
 
 static struct fake_stats stats(void)
@@ -71,7 +71,7 @@ static void image_add(struct image *im, const char *name, size_t size)
 {
     size_t i = im->num_entries++;
 
-    CHECK(i < 8);
+    REQUIRE(i < 8);
     snprintf(im->names[i], sizeof(im->names[i]), "%s", name);
     im->entries[i].addr = im->host_vars[i];
     im->entries[i].name = im->names[i];
@@ -94,7 +94,7 @@ static uint32_t kernel_name(const struct image *im, const char *part, char *out,
     struct amdgpu_code_object co;
     uint32_t group = 0;
 
-    CHECK_ST(amdgpu_code_object_parse(im->bytes, im->size, &co, NULL), TETHER_OK);
+    REQUIRE_RC(amdgpu_code_object_parse(im->bytes, im->size, &co, NULL), TETHER_OK);
     out[0] = '\0';
     for (uint32_t i = 0; i < co.num_kernels; i++) {
         if (strstr(co.kernels[i].name, part) != NULL) {
@@ -103,7 +103,7 @@ static uint32_t kernel_name(const struct image *im, const char *part, char *out,
         }
     }
     amdgpu_code_object_fini(&co);
-    CHECK(out[0] != '\0');
+    REQUIRE(out[0] != '\0');
     return group;
 }
 
@@ -132,14 +132,14 @@ static tether_status_t create_captured(struct plugin **plugin_p, struct tether_e
     tether_status_t st;
     ssize_t n;
 
-    CHECK(fd >= 0);
+    REQUIRE(fd >= 0);
     unlink(path);
     fflush(stderr);
     saved = dup(2);
-    CHECK(saved >= 0 && dup2(fd, 2) == 2);
+    REQUIRE(saved >= 0 && dup2(fd, 2) == 2);
     st = plugin_create(&plugin_backend_ops, plugin_p, err);
     fflush(stderr);
-    CHECK(dup2(saved, 2) == 2);
+    REQUIRE(dup2(saved, 2) == 2);
     close(saved);
     n = pread(fd, buf, size - 1, 0);
     close(fd);
@@ -154,18 +154,18 @@ static int mode_nodevice(const char *message)
     struct tether_error err = {{0}};
     char out[4096];
 
-    CHECK_ST(create_captured(&plugin, &err, out, sizeof(out)), TETHER_OK);
-    CHECK(plugin != NULL && plugin->num_devices == 0);
+    REQUIRE_RC(create_captured(&plugin, &err, out, sizeof(out)), TETHER_OK);
+    REQUIRE(plugin != NULL && plugin->num_devices == 0);
     if (strcmp(message, "-") == 0) {
-        CHECK(out[0] == '\0');
+        REQUIRE(out[0] == '\0');
     } else {
-        CHECK(strstr(out, "tether (amdgpu): ") != NULL);
-        CHECK(strstr(out, message) != NULL);
-        CHECK(strstr(out, "; the AMDGPU plugin has 0 devices\n") != NULL);
+        REQUIRE(strstr(out, "tether (amdgpu): ") != NULL);
+        REQUIRE(strstr(out, message) != NULL);
+        REQUIRE(strstr(out, "; the AMDGPU plugin has 0 devices\n") != NULL);
     }
     /* No driver or no GPU is said at info level, in words: never as a runtime error status. */
-    CHECK(strstr(out, "HSA_STATUS_ERROR") == NULL);
-    CHECK(strstr(out, "error") == NULL);
+    REQUIRE(strstr(out, "HSA_STATUS_ERROR") == NULL);
+    REQUIRE(strstr(out, "error") == NULL);
     plugin_destroy(plugin);
     printf("zero devices: ok\n");
     return 0;
@@ -178,8 +178,8 @@ static int mode_refuse(const char *message)
     tether_status_t st = plugin_create(&plugin_backend_ops, &plugin, &err);
 
     printf("plugin_create: %s: %s\n", tether_status_str(st), err.msg);
-    CHECK(st != TETHER_OK);
-    CHECK(strstr(err.msg, message) != NULL);
+    REQUIRE(st != TETHER_OK);
+    REQUIRE(strstr(err.msg, message) != NULL);
     printf("refused: ok\n");
     return 0;
 }
@@ -211,22 +211,22 @@ static int mode_wave32(const char *omp90a_path, const char *omp1030_path)
     struct image a, b;
     struct tgt_target_table *table;
 
-    CHECK_ST(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
-    CHECK_ST(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
-    CHECK(dev->limits.warp_size == 32);
+    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    REQUIRE(dev->limits.warp_size == 32);
     image_read(&a, omp90a_path);
     image_read(&b, omp1030_path);
-    CHECK(!plugin_image_valid(plugin, &a.tgt, "gfx90a"));
-    CHECK(plugin_image_valid(plugin, &b.tgt, "gfx1030"));
-    CHECK_ST(plugin_image_load(dev, &b.tgt, &table, &err), TETHER_OK);
+    REQUIRE(!plugin_image_valid(plugin, &a.tgt, "gfx90a"));
+    REQUIRE(plugin_image_valid(plugin, &b.tgt, "gfx1030"));
+    REQUIRE_RC(plugin_image_load(dev, &b.tgt, &table, &err), TETHER_OK);
     /* loading the wrong processor's image directly is refused by the backend itself */
     {
         struct plugin_module *m = NULL;
         struct plugin_image pi = {a.bytes, a.size, "gfx90a"};
 
-        CHECK_ST(plugin_backend_ops.module_load(dev, &pi, &m, &err), TETHER_ERR_BAD_IMAGE);
+        REQUIRE_RC(plugin_backend_ops.module_load(dev, &pi, &m, &err), TETHER_ERR_BAD_IMAGE);
         printf("refused: %s\n", err.msg);
-        CHECK(strstr(err.msg, "built for gfx90a; this device is gfx1030") != NULL);
+        REQUIRE(strstr(err.msg, "built for gfx90a; this device is gfx1030") != NULL);
     }
     plugin_destroy(plugin);
     free(a.bytes);
@@ -249,29 +249,31 @@ static void check_raw_launch(struct plugin_device *dev, struct tgt_target_table 
     struct tgt_kernel_args k = kargs_for(2, teams, threads, 0);
     struct fake_dispatch d;
 
-    CHECK_ST(plugin_data_alloc(dev, sizeof(host), 3, &out, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_alloc(dev, sizeof(host), 3, &out, &err), TETHER_OK);
     args[0] = out;
     args[1] = (void *)(intptr_t)n;
-    CHECK_ST(plugin_launch_kernel(dev, table->EntriesBegin[0].addr, args, offsets, &k, async, &err),
-             TETHER_OK);
+    REQUIRE_RC(
+        plugin_launch_kernel(dev, table->EntriesBegin[0].addr, args, offsets, &k, async, &err),
+        TETHER_OK);
     memset(host, 0, sizeof(host));
-    CHECK_ST(
+    REQUIRE_RC(
         plugin_data_retrieve(dev, host, out, (int64_t)(threads * sizeof(int32_t)), async, &err),
         TETHER_OK);
     if (async != NULL) {
-        CHECK_ST(plugin_async_sync(dev, async, &err), TETHER_OK);
-        CHECK(async->Queue == NULL);
+        REQUIRE_RC(plugin_async_sync(dev, async, &err), TETHER_OK);
+        REQUIRE(async->Queue == NULL);
     }
     for (uint32_t i = 0; i < threads; i++)
-        CHECK(host[i] == n + (int32_t)threads);
+        REQUIRE(host[i] == n + (int32_t)threads);
     if (async == NULL) { /* threads racing on the fake's one record skip this */
         fake_last(&d);
-        CHECK(strcmp(d.kernel, "tether_raw") == 0);
-        CHECK(d.setup == 1 && d.workgroup_size[0] == threads && d.grid_size[0] == teams * threads);
-        CHECK(d.workgroup_size[1] == 1 && d.grid_size[2] == 1);
-        CHECK(memcmp(d.kernarg, &out, 8) == 0);
+        REQUIRE(strcmp(d.kernel, "tether_raw") == 0);
+        REQUIRE(d.setup == 1 && d.workgroup_size[0] == threads &&
+                d.grid_size[0] == teams * threads);
+        REQUIRE(d.workgroup_size[1] == 1 && d.grid_size[2] == 1);
+        REQUIRE(memcmp(d.kernarg, &out, 8) == 0);
     }
-    CHECK_ST(plugin_data_delete(dev, out, 3, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_delete(dev, out, 3, &err), TETHER_OK);
 }
 
 static int mode_gpu(const char *raw_path, const char *omp_path)
@@ -291,79 +293,86 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
     int32_t value = 0;
     struct tgt_device_environment env;
 
-    CHECK_ST(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
     bind_fake();
-    CHECK(plugin->num_devices == 1);
-    CHECK_ST(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    REQUIRE(plugin->num_devices == 1);
+    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
     plugin_backend_ops.device_name(dev, name, sizeof(name));
     printf("device: %s\n", name);
-    CHECK(strcmp(name, "Fake Instinct 0 (gfx90a:sramecc+:xnack-)") == 0);
-    CHECK(dev->limits.warp_size == 64 && dev->limits.max_threads == 1024);
-    CHECK(dev->limits.default_threads == 256 && dev->limits.default_teams == 104 * 4);
-    CHECK(dev->limits.max_teams == UINT32_MAX / 1024);
+    REQUIRE(strcmp(name, "Fake Instinct 0 (gfx90a:sramecc+:xnack-)") == 0);
+    REQUIRE(dev->limits.warp_size == 64 && dev->limits.max_threads == 1024);
+    REQUIRE(dev->limits.default_threads == 256 && dev->limits.default_teams == 104 * 4);
+    REQUIRE(dev->limits.max_teams == UINT32_MAX / 1024);
     /* the fake's HSA_AMD_AGENT_INFO_DOMAIN 0 and BDFID bus 0xc1, device 2, function 1 */
     printf("PCI bus id: %s\n", dev->limits.pci_bus_id);
-    CHECK(strcmp(dev->limits.pci_bus_id, "0000:c1:02.1") == 0);
+    REQUIRE(strcmp(dev->limits.pci_bus_id, "0000:c1:02.1") == 0);
 
     /* memory kinds; pageable transfers lock the host buffer for the copy only */
     for (size_t i = 0; i < sizeof(pattern); i++)
         pattern[i] = (uint8_t)(i * 7 + 3);
-    CHECK_ST(plugin_data_alloc(dev, sizeof(pattern), 0, &dmem, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_alloc(dev, sizeof(pattern), 0, &dmem, &err), TETHER_OK);
     s0 = stats();
-    CHECK_ST(plugin_data_submit(dev, dmem, pattern, sizeof(pattern), NULL, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_submit(dev, dmem, pattern, sizeof(pattern), NULL, &err), TETHER_OK);
     memset(back, 0, sizeof(back));
-    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
-    CHECK(memcmp(back, pattern, sizeof(back)) == 0);
+    REQUIRE_RC(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
+    REQUIRE(memcmp(back, pattern, sizeof(back)) == 0);
     s1 = stats();
-    CHECK(s1.lock_calls - s0.lock_calls == 2 && s1.live_locks == s0.live_locks);
-    CHECK(s1.copies - s0.copies == 2);
+    REQUIRE(s1.lock_calls - s0.lock_calls == 2 && s1.live_locks == s0.live_locks);
+    REQUIRE(s1.copies - s0.copies == 2);
 
     /* pinned: the agent pointer differs from the host pointer, and transfers use it without
      * locking again */
-    CHECK_ST(plugin_data_lock(dev, back, sizeof(back), &locked, &err), TETHER_OK);
-    CHECK(locked != (void *)back && ((uintptr_t)locked & ~(1ull << 47)) == (uintptr_t)back);
+    REQUIRE_RC(plugin_data_lock(dev, back, sizeof(back), &locked, &err), TETHER_OK);
+    REQUIRE(locked != (void *)back && ((uintptr_t)locked & ~(1ull << 47)) == (uintptr_t)back);
     s0 = stats();
     memset(back, 0, sizeof(back));
-    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
-    CHECK(memcmp(back, pattern, sizeof(back)) == 0);
+    REQUIRE_RC(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
+    REQUIRE(memcmp(back, pattern, sizeof(back)) == 0);
     s1 = stats();
-    CHECK(s1.lock_calls == s0.lock_calls);
-    CHECK_ST(plugin_data_unlock(dev, back, &err), TETHER_OK);
-    CHECK(stats().live_locks == 0);
+    REQUIRE(s1.lock_calls == s0.lock_calls);
+    REQUIRE_RC(plugin_data_unlock(dev, back, &err), TETHER_OK);
+    REQUIRE(stats().live_locks == 0);
 
     /* a lock taken while a transfer of the same pageable buffer is in flight joins the
      * transfer's lock, which then outlives the transfer */
-    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), &a1, &err), TETHER_OK);
-    CHECK_ST(plugin_data_lock(dev, back, sizeof(back), &locked, &err), TETHER_OK);
-    CHECK(((uintptr_t)locked & ~(1ull << 47)) == (uintptr_t)back);
-    CHECK_ST(plugin_async_sync(dev, &a1, &err), TETHER_OK);
-    CHECK(stats().live_locks == 1);
+    REQUIRE_RC(plugin_data_retrieve(dev, back, dmem, sizeof(back), &a1, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_lock(dev, back, sizeof(back), &locked, &err), TETHER_OK);
+    REQUIRE(((uintptr_t)locked & ~(1ull << 47)) == (uintptr_t)back);
+    REQUIRE_RC(plugin_async_sync(dev, &a1, &err), TETHER_OK);
+    REQUIRE(stats().live_locks == 1);
     memset(back, 0, sizeof(back));
-    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
-    CHECK(memcmp(back, pattern, sizeof(back)) == 0);
-    CHECK_ST(plugin_data_unlock(dev, back, &err), TETHER_OK);
-    CHECK(stats().live_locks == 0);
+    REQUIRE_RC(plugin_data_retrieve(dev, back, dmem, sizeof(back), NULL, &err), TETHER_OK);
+    REQUIRE(memcmp(back, pattern, sizeof(back)) == 0);
+    REQUIRE_RC(plugin_data_unlock(dev, back, &err), TETHER_OK);
+    REQUIRE(stats().live_locks == 0);
 
     /* host memory: fine-grained, same address on both sides */
-    CHECK_ST(plugin_data_alloc(dev, 4096, 1, &hmem, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_alloc(dev, 4096, 1, &hmem, &err), TETHER_OK);
     memcpy(hmem, pattern, 4096);
     s0 = stats();
-    CHECK_ST(plugin_data_submit(dev, dmem, hmem, 4096, NULL, &err), TETHER_OK);
-    CHECK(stats().lock_calls == s0.lock_calls);
+    REQUIRE_RC(plugin_data_submit(dev, dmem, hmem, 4096, NULL, &err), TETHER_OK);
+    REQUIRE(stats().lock_calls == s0.lock_calls);
     /* even when the caller does not say it is pinned: the runtime knows it, no lock is taken */
-    CHECK_ST(plugin_backend_ops.memcpy_h2d(dev, dmem, hmem, 4096, NULL, NULL, &err), TETHER_OK);
-    CHECK(stats().lock_calls == s0.lock_calls);
-    CHECK_ST(plugin_data_delete(dev, hmem, 1, &err), TETHER_OK);
+    {
+        struct plugin_queue *q = NULL;
+
+        REQUIRE_RC(plugin_backend_ops.queue_create(dev, &q, &err), TETHER_OK);
+        REQUIRE_RC(plugin_backend_ops.memcpy_h2d(dev, dmem, hmem, 4096, NULL, q, &err), TETHER_OK);
+        REQUIRE_RC(plugin_backend_ops.queue_sync(dev, q, &err), TETHER_OK);
+        plugin_backend_ops.queue_destroy(dev, q);
+    }
+    REQUIRE(stats().lock_calls == s0.lock_calls);
+    REQUIRE_RC(plugin_data_delete(dev, hmem, 1, &err), TETHER_OK);
 
     /* the plain kernel: kernargs, hidden arguments, geometry; synchronous then on a queue */
     image_read(&raw, raw_path);
     image_add(&raw, "tether_raw", 0);
-    CHECK(plugin_image_valid(plugin, &raw.tgt, "gfx90a"));
-    CHECK_ST(plugin_image_load(dev, &raw.tgt, &raw_table, &err), TETHER_OK);
+    REQUIRE(plugin_image_valid(plugin, &raw.tgt, "gfx90a"));
+    REQUIRE_RC(plugin_image_load(dev, &raw.tgt, &raw_table, &err), TETHER_OK);
     check_raw_launch(dev, raw_table, NULL, 2, 64, 5);
     fake_last(&d);
-    CHECK(d.kernarg_size == 272);
-    CHECK(d.kernarg[16] == 2 && d.kernarg[28] == 64 && d.kernarg[80] == 1); /* v5 hidden */
+    REQUIRE(d.kernarg_size == 272);
+    REQUIRE(d.kernarg[16] == 2 && d.kernarg[28] == 64 && d.kernarg[80] == 1); /* v5 hidden */
     check_raw_launch(dev, raw_table, &a1, 3, 128, -9);
     check_raw_launch(dev, raw_table, &a1, 1, 1024, 1000);
 
@@ -376,63 +385,63 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
     image_add(&omp, "tether_global", 4);
     image_add(&omp, "tether_table", 128);
     image_add(&omp, "__omp_rtl_device_environment", sizeof(env));
-    CHECK(plugin_image_valid(plugin, &omp.tgt, "gfx90a"));
-    CHECK_ST(plugin_image_load(dev, &omp.tgt, &omp_table, &err), TETHER_OK);
-    CHECK_ST(plugin_data_retrieve(dev, &value, omp_table->EntriesBegin[2].addr, 4, NULL, &err),
-             TETHER_OK);
-    CHECK(value == 42);
-    CHECK_ST(
+    REQUIRE(plugin_image_valid(plugin, &omp.tgt, "gfx90a"));
+    REQUIRE_RC(plugin_image_load(dev, &omp.tgt, &omp_table, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_retrieve(dev, &value, omp_table->EntriesBegin[2].addr, 4, NULL, &err),
+               TETHER_OK);
+    REQUIRE(value == 42);
+    REQUIRE_RC(
         plugin_data_retrieve(dev, &env, omp_table->EntriesBegin[4].addr, sizeof(env), NULL, &err),
         TETHER_OK);
-    CHECK(env.NumDevices == 1 && env.DeviceNum == 0);
+    REQUIRE(env.NumDevices == 1 && env.DeviceNum == 0);
     {
         void *args[4] = {(void *)(uintptr_t)1000, dmem, (void *)(uintptr_t)0x40000000, dmem};
         ptrdiff_t offsets[4] = {0, 0, 0, 16};
         struct tgt_kernel_args k = kargs_for(4, 0, 0, 1000);
         uint64_t arg3;
 
-        CHECK_ST(plugin_launch_kernel(dev, omp_table->EntriesBegin[0].addr, args, offsets, &k, NULL,
-                                      &err),
-                 TETHER_OK);
+        REQUIRE_RC(plugin_launch_kernel(dev, omp_table->EntriesBegin[0].addr, args, offsets, &k,
+                                        NULL, &err),
+                   TETHER_OK);
         fake_last(&d);
-        CHECK(strcmp(d.kernel, saxpy) == 0);
+        REQUIRE(strcmp(d.kernel, saxpy) == 0);
         /* SPMD, no clauses, trip count 1000: 256 threads, ceil(1000 / 256) = 4 teams */
-        CHECK(d.workgroup_size[0] == 256 && d.grid_size[0] == 4 * 256);
-        CHECK(d.group_segment_size == saxpy_group && d.kernarg_size == 32);
+        REQUIRE(d.workgroup_size[0] == 256 && d.grid_size[0] == 4 * 256);
+        REQUIRE(d.group_segment_size == saxpy_group && d.kernarg_size == 32);
         memcpy(&arg3, d.kernarg + 24, 8);
-        CHECK(arg3 == (uint64_t)(uintptr_t)dmem + 16);
+        REQUIRE(arg3 == (uint64_t)(uintptr_t)dmem + 16);
         /* dynamic group memory comes on top of the kernel's static group segment */
         k.DynCGroupMem = 256;
-        CHECK_ST(plugin_launch_kernel(dev, omp_table->EntriesBegin[0].addr, args, offsets, &k, NULL,
-                                      &err),
-                 TETHER_OK);
+        REQUIRE_RC(plugin_launch_kernel(dev, omp_table->EntriesBegin[0].addr, args, offsets, &k,
+                                        NULL, &err),
+                   TETHER_OK);
         fake_last(&d);
-        CHECK(d.group_segment_size == saxpy_group + 256);
+        REQUIRE(d.group_segment_size == saxpy_group + 256);
     }
     /* a kernel launch compatible image check: an xnack+ image would not run on this agent */
     {
         struct plugin_image pi = {omp.bytes, omp.size, "gfx90a"};
 
-        CHECK(plugin_backend_ops.image_compatible(plugin, &pi));
+        REQUIRE(plugin_backend_ops.image_compatible(plugin, &pi));
         pi.arch = "gfx90a:xnack+"; /* the ELF (xnack any) decides, not the arch string */
-        CHECK(plugin_backend_ops.image_compatible(plugin, &pi));
+        REQUIRE(plugin_backend_ops.image_compatible(plugin, &pi));
     }
 
     /* queues and events: the D2H on a2 must wait for the H2D on a1 */
     for (size_t i = 0; i < sizeof(pattern); i++)
         pattern[i] = (uint8_t)(255 - i);
-    CHECK_ST(plugin_event_create(dev, &ev, &err), TETHER_OK);
-    CHECK_ST(plugin_data_submit(dev, dmem, pattern, sizeof(pattern), &a1, &err), TETHER_OK);
-    CHECK_ST(plugin_event_record(dev, ev, &a1, &err), TETHER_OK);
-    CHECK_ST(plugin_event_wait(dev, ev, &a2, &err), TETHER_OK);
+    REQUIRE_RC(plugin_event_create(dev, &ev, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_submit(dev, dmem, pattern, sizeof(pattern), &a1, &err), TETHER_OK);
+    REQUIRE_RC(plugin_event_record(dev, ev, &a1, &err), TETHER_OK);
+    REQUIRE_RC(plugin_event_wait(dev, ev, &a2, &err), TETHER_OK);
     memset(back, 0, sizeof(back));
-    CHECK_ST(plugin_data_retrieve(dev, back, dmem, sizeof(back), &a2, &err), TETHER_OK);
-    CHECK_ST(plugin_async_sync(dev, &a2, &err), TETHER_OK);
-    CHECK(memcmp(back, pattern, sizeof(back)) == 0);
-    CHECK_ST(plugin_event_sync(dev, ev, &err), TETHER_OK);
-    CHECK_ST(plugin_async_sync(dev, &a1, &err), TETHER_OK);
-    CHECK_ST(plugin_event_destroy(dev, ev, &err), TETHER_OK);
-    CHECK(a1.Queue == NULL && a2.Queue == NULL);
+    REQUIRE_RC(plugin_data_retrieve(dev, back, dmem, sizeof(back), &a2, &err), TETHER_OK);
+    REQUIRE_RC(plugin_async_sync(dev, &a2, &err), TETHER_OK);
+    REQUIRE(memcmp(back, pattern, sizeof(back)) == 0);
+    REQUIRE_RC(plugin_event_sync(dev, ev, &err), TETHER_OK);
+    REQUIRE_RC(plugin_async_sync(dev, &a1, &err), TETHER_OK);
+    REQUIRE_RC(plugin_event_destroy(dev, ev, &err), TETHER_OK);
+    REQUIRE(a1.Queue == NULL && a2.Queue == NULL);
 
     /* interop: the agent as the device, no context, and an HSA queue of the fake's as the
      * targetsync stream; the device frees it at shutdown (live_queues below) */
@@ -440,22 +449,22 @@ static int mode_gpu(const char *raw_path, const char *omp_path)
         struct tgt_device_info info = {NULL, NULL};
         struct tgt_async_info *sync = NULL;
 
-        CHECK_ST(plugin_interop_device(dev, &info, &err), TETHER_OK);
-        CHECK(info.Device != NULL && info.Context == NULL);
-        CHECK_ST(plugin_interop_async(dev, &sync, &err), TETHER_OK);
-        CHECK(sync != NULL && sync->Queue != NULL);
-        CHECK(stats().live_queues >= 1);
+        REQUIRE_RC(plugin_interop_device(dev, &info, &err), TETHER_OK);
+        REQUIRE(info.Device != NULL && info.Context == NULL);
+        REQUIRE_RC(plugin_interop_async(dev, &sync, &err), TETHER_OK);
+        REQUIRE(sync != NULL && sync->Queue != NULL);
+        REQUIRE(stats().live_queues >= 1);
     }
 
-    CHECK_ST(plugin_data_delete(dev, dmem, 0, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_delete(dev, dmem, 0, &err), TETHER_OK);
     plugin_destroy(plugin);
     s1 = stats();
     printf("copies %ld, dispatches %ld, barriers %ld, misuse %ld\n", s1.copies, s1.dispatches,
            s1.barriers, s1.misuse);
-    CHECK(s1.misuse == 0);
-    CHECK(s1.live_allocs == 0 && s1.live_locks == 0 && s1.live_signals == 0);
-    CHECK(s1.live_queues == 0 && s1.live_executables == 0 && s1.live_readers == 0);
-    CHECK(s1.inits == 1 && s1.shutdowns == 1);
+    REQUIRE(s1.misuse == 0);
+    REQUIRE(s1.live_allocs == 0 && s1.live_locks == 0 && s1.live_signals == 0);
+    REQUIRE(s1.live_queues == 0 && s1.live_executables == 0 && s1.live_readers == 0);
+    REQUIRE(s1.inits == 1 && s1.shutdowns == 1);
     free(raw.bytes);
     free(omp.bytes);
     printf("gpu: ok\n");
@@ -550,7 +559,7 @@ static int mode_faults(const char *raw_path)
     image_read(&raw, raw_path);
     image_add(&raw, "tether_raw", 0);
     /* load the fake (and check the scenario passes without faults) */
-    CHECK(fault_scenario(&raw) == 0);
+    REQUIRE(fault_scenario(&raw) == 0);
     bind_fake();
     for (size_t p = 1; p < sizeof(points) / sizeof(points[0]); p++) {
         for (int nth = 1; nth <= points[p].max_nth; nth++) {
@@ -569,15 +578,15 @@ static int mode_faults(const char *raw_path)
             locks = s.live_locks - b.live_locks;
             /* a fault that was hit must be reported by some step, and only then; the exception
              * is the unlock of a transfer's temporary lock after the data moved: a warning */
-            CHECK(s.injected_failures == b.injected_failures || failed > 0 ||
-                  strcmp(points[p].name, "hsa_amd_memory_unlock") == 0);
-            CHECK(s.injected_failures > b.injected_failures || failed == 0);
-            CHECK(locks == 0);
-            CHECK(s.live_allocs == 0 && s.live_signals == 0 && s.live_queues == 0);
-            CHECK(s.live_executables == 0 && s.live_readers == 0);
+            REQUIRE(s.injected_failures == b.injected_failures || failed > 0 ||
+                    strcmp(points[p].name, "hsa_amd_memory_unlock") == 0);
+            REQUIRE(s.injected_failures > b.injected_failures || failed == 0);
+            REQUIRE(locks == 0);
+            REQUIRE(s.live_allocs == 0 && s.live_signals == 0 && s.live_queues == 0);
+            REQUIRE(s.live_executables == 0 && s.live_readers == 0);
         }
     }
-    CHECK(stats().misuse == 0);
+    REQUIRE(stats().misuse == 0);
     free(raw.bytes);
     printf("faults: %d runs, ok\n", runs);
     return 0;
@@ -613,22 +622,22 @@ static int mode_threads(const char *raw_path)
     struct thread_arg args[4];
     struct fake_stats s;
 
-    CHECK_ST(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
     bind_fake();
-    CHECK_ST(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
     image_read(&raw, raw_path);
     image_add(&raw, "tether_raw", 0);
-    CHECK_ST(plugin_image_load(dev, &raw.tgt, &table, &err), TETHER_OK);
+    REQUIRE_RC(plugin_image_load(dev, &raw.tgt, &table, &err), TETHER_OK);
     for (int i = 0; i < 4; i++) {
         args[i] = (struct thread_arg){dev, table, i};
-        CHECK(pthread_create(&th[i], NULL, thread_main, &args[i]) == 0);
+        REQUIRE(pthread_create(&th[i], NULL, thread_main, &args[i]) == 0);
     }
     for (int i = 0; i < 4; i++)
-        CHECK(pthread_join(th[i], NULL) == 0);
+        REQUIRE(pthread_join(th[i], NULL) == 0);
     plugin_destroy(plugin);
     s = stats();
-    CHECK(s.misuse == 0 && s.dispatches == 100);
-    CHECK(s.live_allocs == 0 && s.live_signals == 0 && s.live_queues == 0 && s.live_locks == 0);
+    REQUIRE(s.misuse == 0 && s.dispatches == 100);
+    REQUIRE(s.live_allocs == 0 && s.live_signals == 0 && s.live_queues == 0 && s.live_locks == 0);
     free(raw.bytes);
     printf("threads: ok (%ld copies, %ld dispatches)\n", s.copies, s.dispatches);
     return 0;
@@ -651,9 +660,9 @@ static int knobs_device(const char *want_queues, uint32_t want_teams, const char
     saved = dup(2);
     fd = memfd_create("tether-test-knobs", 0);
     dup2(fd, 2);
-    CHECK_ST(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
-    CHECK(plugin != NULL && plugin->num_devices == 1);
-    CHECK_ST(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    REQUIRE(plugin != NULL && plugin->num_devices == 1);
+    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -661,12 +670,12 @@ static int knobs_device(const char *want_queues, uint32_t want_teams, const char
     close(fd);
     errs[n > 0 ? n : 0] = '\0';
     fprintf(stderr, "%s", errs);
-    CHECK(want_err[0] == '\0' ? errs[0] == '\0' : strstr(errs, want_err) != NULL);
+    REQUIRE(want_err[0] == '\0' ? errs[0] == '\0' : strstr(errs, want_err) != NULL);
     if (dev == NULL) {
         plugin_destroy(plugin);
         return 1;
     }
-    CHECK(dev->limits.default_teams == want_teams);
+    REQUIRE(dev->limits.default_teams == want_teams);
     fflush(stdout);
     saved = dup(1);
     fd = memfd_create("tether-test-knobs-info", 0);
@@ -678,7 +687,7 @@ static int knobs_device(const char *want_queues, uint32_t want_teams, const char
     n = pread(fd, out, sizeof(out) - 1, 0);
     close(fd);
     out[n > 0 ? n : 0] = '\0';
-    CHECK(strstr(out, want_queues) != NULL);
+    REQUIRE(strstr(out, want_queues) != NULL);
     if (strstr(out, want_queues) == NULL)
         fprintf(stderr, "device info lacks \"%s\":\n%s", want_queues, out);
     plugin_destroy(plugin);
@@ -703,43 +712,100 @@ static int mode_knobs(void)
     knobs_device(" 3 of 1024 packets", 104 * 4,
                  "tether: warning: TETHER_AMDGPU_QUEUES=3 and LIBOMPTARGET_AMDGPU_NUM_HSA_QUEUES=2 "
                  "are both set; TETHER_AMDGPU_QUEUES wins\n");
-    CHECK(strstr(knobs_errs, "tether: warning: LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE=300 is not a "
-                             "power of two; using 1024\n") != NULL);
-    CHECK(strstr(knobs_errs, "tether: warning: LIBOMPTARGET_AMDGPU_TEAMS_PER_CU=0 is out of range "
-                             "(1 to 1024); using 4\n") != NULL);
+    REQUIRE(strstr(knobs_errs, "tether: warning: LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE=300 is not a "
+                               "power of two; using 1024\n") != NULL);
+    REQUIRE(strstr(knobs_errs,
+                   "tether: warning: LIBOMPTARGET_AMDGPU_TEAMS_PER_CU=0 is out of range "
+                   "(1 to 1024); using 4\n") != NULL);
     setenv("TETHER_AMDGPU_QUEUES", "17", 1);
     setenv("LIBOMPTARGET_AMDGPU_HSA_QUEUE_SIZE", "512", 1);
     knobs_device(" 4 of 512 packets", 104 * 4,
                  "tether: warning: TETHER_AMDGPU_QUEUES=17 is out of range (1 to 16); using 4\n");
-    CHECK(strstr(knobs_errs, "TEAMS_PER_CU") == NULL); /* said once already */
+    REQUIRE(strstr(knobs_errs, "TEAMS_PER_CU") == NULL); /* said once already */
     /* Each bad value was said once, and only once, over the four devices made above. */
     printf("knobs: ok\n");
+    return 0;
+}
+
+/* ---- stage: large pageable copies go through common's pinned staging buffers ---------------- */
+
+/* A copy of 40 MiB + 13 bytes each way between pageable memory and the device, synchronous and
+ * on a queue: with staging (the default) each is 6 copies of at most 8 MiB from or to common's
+ * pinned buffers (fine-grained host memory the runtime knows: no lock); with TETHER_STAGE=0 each
+ * is one copy that locks the host buffer for its duration.  The data arrive whole either way, and
+ * the buffers go back at shutdown. */
+static int mode_stage(void)
+{
+    const char *knob = getenv("TETHER_STAGE");
+    bool staged = knob == NULL || strcmp(knob, "0") != 0;
+    size_t n = ((size_t)40 << 20) + 13;
+    struct plugin *plugin = NULL;
+    struct plugin_device *dev = NULL;
+    struct tether_error err = {{0}};
+    struct tgt_async_info async = {NULL};
+    struct fake_stats s0, s1;
+    char *host = malloc(n), *back = malloc(n);
+    void *dmem = NULL;
+
+    REQUIRE(host != NULL && back != NULL);
+    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    bind_fake();
+    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    REQUIRE_RC(plugin_data_alloc(dev, (int64_t)n, 0, &dmem, &err), TETHER_OK);
+    for (int round = 0; round < 2; round++) {
+        struct tgt_async_info *a = round == 0 ? NULL : &async;
+
+        for (size_t i = 0; i < n; i++)
+            host[i] = (char)(i * 13 + (i >> 20) + round);
+        memset(back, 0, n);
+        s0 = stats();
+        REQUIRE_RC(plugin_data_submit(dev, dmem, host, (int64_t)n, a, &err), TETHER_OK);
+        REQUIRE_RC(plugin_data_retrieve(dev, back, dmem, (int64_t)n, a, &err), TETHER_OK);
+        if (a != NULL)
+            REQUIRE_RC(plugin_async_sync(dev, a, &err), TETHER_OK);
+        s1 = stats();
+        REQUIRE(memcmp(host, back, n) == 0);
+        printf("stage %s: %ld copies, %ld locks\n", round == 0 ? "synchronous" : "queued",
+               s1.copies - s0.copies, s1.lock_calls - s0.lock_calls);
+        REQUIRE(s1.copies - s0.copies == (staged ? 12 : 2));
+        REQUIRE(s1.lock_calls - s0.lock_calls == (staged ? 0 : 2));
+        REQUIRE(s1.live_locks == 0);
+    }
+    REQUIRE_RC(plugin_data_delete(dev, dmem, 0, &err), TETHER_OK);
+    plugin_destroy(plugin);
+    s1 = stats();
+    REQUIRE(s1.live_allocs == 0 && s1.live_locks == 0 && s1.live_signals == 0);
+    REQUIRE(s1.misuse == 0);
+    free(host);
+    free(back);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "nodevice") == 0)
-        return mode_nodevice(argv[2]);
+        return amdgpu_test_end(argv[1], mode_nodevice(argv[2]));
     if (argc == 3 && strcmp(argv[1], "refuse") == 0)
-        return mode_refuse(argv[2]);
+        return amdgpu_test_end(argv[1], mode_refuse(argv[2]));
     if (argc == 2 && strcmp(argv[1], "initfail") == 0)
-        return mode_initfail();
+        return amdgpu_test_end(argv[1], mode_initfail());
     if (argc == 2 && strcmp(argv[1], "system") == 0)
-        return mode_system();
+        return amdgpu_test_end(argv[1], mode_system());
     if (argc == 4 && strcmp(argv[1], "wave32") == 0)
-        return mode_wave32(argv[2], argv[3]);
+        return amdgpu_test_end(argv[1], mode_wave32(argv[2], argv[3]));
     if (argc == 4 && strcmp(argv[1], "gpu") == 0)
-        return mode_gpu(argv[2], argv[3]);
+        return amdgpu_test_end(argv[1], mode_gpu(argv[2], argv[3]));
     if (argc == 3 && strcmp(argv[1], "faults") == 0)
-        return mode_faults(argv[2]);
+        return amdgpu_test_end(argv[1], mode_faults(argv[2]));
     if (argc == 3 && strcmp(argv[1], "threads") == 0)
-        return mode_threads(argv[2]);
+        return amdgpu_test_end(argv[1], mode_threads(argv[2]));
     if (argc == 2 && strcmp(argv[1], "knobs") == 0)
-        return mode_knobs();
+        return amdgpu_test_end(argv[1], mode_knobs());
+    if (argc == 2 && strcmp(argv[1], "stage") == 0)
+        return amdgpu_test_end(argv[1], mode_stage());
     fprintf(stderr,
             "usage: %s nodevice MSG | refuse MSG | initfail | system | wave32 OMP90A OMP1030 | "
-            "gpu RAW OMP | faults RAW | threads RAW | knobs\n",
+            "gpu RAW OMP | faults RAW | threads RAW | knobs | stage\n",
             argv[0]);
     return 2;
 }

@@ -49,7 +49,7 @@ static int run_lines(const char *cmd, void (*fn)(void *, char *), void *ctx)
     char line[1024];
     FILE *p = popen(cmd, "r");
 
-    CHECK(p != NULL);
+    REQUIRE(p != NULL);
     while (fgets(line, sizeof(line), p) != NULL) {
         line[strcspn(line, "\n")] = '\0';
         fn(ctx, line);
@@ -70,7 +70,7 @@ static void oracle_note_line(void *ctx, char *line)
     struct oracle_kernel *k;
 
     if (strncmp(p, "amdhsa.target:", 14) == 0) {
-        CHECK(sscanf(p + 14, " %63s", o->target) == 1);
+        REQUIRE(sscanf(p + 14, " %63s", o->target) == 1);
         return;
     }
     if (strncmp(p, "- ", 2) == 0) {
@@ -81,7 +81,7 @@ static void oracle_note_line(void *ctx, char *line)
     if (*p != '.' || sscanf(p, "%63[^:]: %255s", key, value) < 1)
         return;
     if (indent == 4 && item) { /* "  - .agpr_count" starts a kernel */
-        CHECK(o->num_kernels < MAX_ORACLE_KERNELS);
+        REQUIRE(o->num_kernels < MAX_ORACLE_KERNELS);
         memset(&o->kernels[o->num_kernels], 0, sizeof(o->kernels[0]));
         o->num_kernels++;
     }
@@ -113,11 +113,11 @@ static void oracle_note_line(void *ctx, char *line)
         struct oracle_arg *a;
 
         if (item) {
-            CHECK(k->num_args < MAX_ORACLE_ARGS);
+            REQUIRE(k->num_args < MAX_ORACLE_ARGS);
             memset(&k->args[k->num_args], 0, sizeof(k->args[0]));
             k->num_args++;
         }
-        CHECK(k->num_args > 0);
+        REQUIRE(k->num_args > 0);
         a = &k->args[k->num_args - 1];
         if (strcmp(key, ".offset") == 0)
             a->offset = (unsigned)strtoul(value, NULL, 0);
@@ -134,8 +134,8 @@ static void oracle_load(struct oracle *o, const char *readelf, const char *image
 
     memset(o, 0, sizeof(*o));
     snprintf(cmd, sizeof(cmd), "'%s' --notes '%s'", readelf, image);
-    CHECK(run_lines(cmd, oracle_note_line, o) == 0);
-    CHECK(o->num_kernels > 0);
+    REQUIRE(run_lines(cmd, oracle_note_line, o) == 0);
+    REQUIRE(o->num_kernels > 0);
 }
 
 struct symbol_query {
@@ -165,7 +165,7 @@ static struct symbol_query oracle_symbol(const char *readelf, const char *image,
     char cmd[2048];
 
     snprintf(cmd, sizeof(cmd), "'%s' -s --wide '%s'", readelf, image);
-    CHECK(run_lines(cmd, oracle_symbol_line, &q) == 0);
+    REQUIRE(run_lines(cmd, oracle_symbol_line, &q) == 0);
     return q;
 }
 
@@ -179,51 +179,52 @@ static void check_against_oracle(const struct amdgpu_code_object *co, const char
     struct oracle o;
 
     oracle_load(&o, readelf, image);
-    CHECK(co->num_kernels == o.num_kernels);
-    CHECK(strcmp(co->target_name, o.target) == 0);
+    REQUIRE(co->num_kernels == o.num_kernels);
+    REQUIRE(strcmp(co->target_name, o.target) == 0);
     for (unsigned i = 0; i < o.num_kernels; i++) {
         const struct oracle_kernel *ok = &o.kernels[i];
         const struct amdgpu_kernel *k = amdgpu_code_object_find_kernel(co, ok->name);
-        struct amdgpu_elf_symbol kd_sym, fn_sym;
+        struct image_symbol kd_sym, fn_sym;
         struct symbol_query q;
 
         printf("  kernel %s: kernarg %u align %u group %u private %u wave %u args %u\n", ok->name,
                ok->kernarg_size, ok->kernarg_align, ok->group, ok->private_size, ok->wavefront,
                ok->num_args);
-        CHECK(k != NULL);
-        CHECK(strcmp(k->symbol, ok->symbol) == 0);
-        CHECK(k->kernarg_segment_size == ok->kernarg_size);
-        CHECK(k->kernarg_segment_align == ok->kernarg_align);
-        CHECK(k->group_segment_fixed_size == ok->group);
-        CHECK(k->private_segment_fixed_size == ok->private_size);
-        CHECK(k->wavefront_size == ok->wavefront);
-        CHECK(k->sgpr_count == ok->sgpr);
-        CHECK(k->vgpr_count == ok->vgpr);
-        CHECK(k->max_flat_workgroup_size == ok->max_wg);
-        CHECK(k->num_args == ok->num_args);
+        REQUIRE(k != NULL);
+        REQUIRE(strcmp(k->symbol, ok->symbol) == 0);
+        REQUIRE(k->kernarg_segment_size == ok->kernarg_size);
+        REQUIRE(k->kernarg_segment_align == ok->kernarg_align);
+        REQUIRE(k->group_segment_fixed_size == ok->group);
+        REQUIRE(k->private_segment_fixed_size == ok->private_size);
+        REQUIRE(k->wavefront_size == ok->wavefront);
+        REQUIRE(k->sgpr_count == ok->sgpr);
+        REQUIRE(k->vgpr_count == ok->vgpr);
+        REQUIRE(k->max_flat_workgroup_size == ok->max_wg);
+        REQUIRE(k->num_args == ok->num_args);
         for (unsigned a = 0; a < ok->num_args; a++) {
-            CHECK(k->args[a].offset == ok->args[a].offset);
-            CHECK(k->args[a].size == ok->args[a].size);
-            CHECK(strcmp(amdgpu_arg_kind_name(k->args[a].kind), ok->args[a].kind) == 0);
+            REQUIRE(k->args[a].offset == ok->args[a].offset);
+            REQUIRE(k->args[a].size == ok->args[a].size);
+            REQUIRE(strcmp(amdgpu_arg_kind_name(k->args[a].kind), ok->args[a].kind) == 0);
         }
 
         /* the 64-byte descriptor: found, agrees with the metadata, and its entry offset leads
          * to the kernel's code */
-        CHECK(k->has_kd);
-        CHECK(k->kd.kernarg_size == ok->kernarg_size);
-        CHECK(((k->kd.kernel_code_properties & AMDGPU_KCP_ENABLE_WAVEFRONT_SIZE32) != 0) ==
-              (ok->wavefront == 32));
-        CHECK(k->kd.kernel_code_properties & AMDGPU_KCP_ENABLE_SGPR_KERNARG_SEGMENT_PTR ||
-              ok->kernarg_size == 0);
-        CHECK_ST(amdgpu_elf_find_symbol(&co->elf, k->symbol, &kd_sym), TETHER_OK);
-        CHECK_ST(amdgpu_elf_find_symbol(&co->elf, k->name, &fn_sym), TETHER_OK);
-        CHECK(kd_sym.size == 64 && kd_sym.type == STT_OBJECT);
-        CHECK(fn_sym.type == STT_FUNC);
-        CHECK((int64_t)kd_sym.value + k->kd.kernel_code_entry_byte_offset == (int64_t)fn_sym.value);
+        REQUIRE(k->has_kd);
+        REQUIRE(k->kd.kernarg_size == ok->kernarg_size);
+        REQUIRE(((k->kd.kernel_code_properties & AMDGPU_KCP_ENABLE_WAVEFRONT_SIZE32) != 0) ==
+                (ok->wavefront == 32));
+        REQUIRE(k->kd.kernel_code_properties & AMDGPU_KCP_ENABLE_SGPR_KERNARG_SEGMENT_PTR ||
+                ok->kernarg_size == 0);
+        REQUIRE(image_elf_symbol(&co->image, k->symbol, &kd_sym));
+        REQUIRE(image_elf_symbol(&co->image, k->name, &fn_sym));
+        REQUIRE(kd_sym.size == 64 && kd_sym.type == STT_OBJECT);
+        REQUIRE(fn_sym.type == STT_FUNC);
+        REQUIRE((int64_t)kd_sym.value + k->kd.kernel_code_entry_byte_offset ==
+                (int64_t)fn_sym.value);
         q = oracle_symbol(readelf, image, k->symbol);
-        CHECK(q.found && q.value == kd_sym.value && q.size == kd_sym.size);
+        REQUIRE(q.found && q.value == kd_sym.value && q.size == kd_sym.size);
         q = oracle_symbol(readelf, image, k->name);
-        CHECK(q.found && q.value == fn_sym.value && q.size == fn_sym.size);
+        REQUIRE(q.found && q.value == fn_sym.value && q.size == fn_sym.size);
     }
 }
 
@@ -234,10 +235,10 @@ static const struct amdgpu_kernel *kernel_containing(const struct amdgpu_code_ob
 
     for (uint32_t i = 0; i < co->num_kernels; i++)
         if (strstr(co->kernels[i].name, part) != NULL) {
-            CHECK(found == NULL);
+            REQUIRE(found == NULL);
             found = &co->kernels[i];
         }
-    CHECK(found != NULL);
+    REQUIRE(found != NULL);
     return found;
 }
 
@@ -262,38 +263,38 @@ static int mode_omp(const char *image, const char *readelf, const char *arch, un
     void *bytes = test_read_file(image, &size);
     char agent_isa[96];
 
-    CHECK(amdgpu_elf_is_amdgpu(bytes, size));
-    CHECK_ST(amdgpu_code_object_parse(bytes, size, &co, &err), TETHER_OK);
+    REQUIRE(image_elf_machine(&(struct plugin_image){.start = bytes, .size = size}) == EM_AMDGPU);
+    REQUIRE_RC(amdgpu_code_object_parse(bytes, size, &co, &err), TETHER_OK);
     printf("%s: code object v%u, target %s, %u kernels\n", image, co.version, co.target_name,
            co.num_kernels);
-    CHECK(co.version == 4); /* clang-16's default */
-    CHECK(strcmp(co.target.processor, arch) == 0);
-    CHECK(co.target.xnack == AMDGPU_FEATURE_ANY && co.target.sramecc == AMDGPU_FEATURE_ANY);
-    CHECK(co.metadata_version[0] == 1);
+    REQUIRE(co.version == 4); /* clang-16's default */
+    REQUIRE(strcmp(co.target.processor, arch) == 0);
+    REQUIRE(co.target.xnack == AMDGPU_FEATURE_ANY && co.target.sramecc == AMDGPU_FEATURE_ANY);
+    REQUIRE(co.metadata_version[0] == 1);
     check_against_oracle(&co, readelf, image);
 
     /* the two OpenMP kernels of omp_kernels.c and their modes */
-    CHECK(co.num_kernels == 2);
+    REQUIRE(co.num_kernels == 2);
     saxpy = kernel_containing(&co, "_saxpy_l");
     bump = kernel_containing(&co, "_bump_l");
-    CHECK(saxpy->exec_mode == AMDGPU_EXEC_MODE_SPMD);
-    CHECK(bump->exec_mode == AMDGPU_EXEC_MODE_GENERIC ||
-          bump->exec_mode == AMDGPU_EXEC_MODE_GENERIC_SPMD);
-    CHECK(saxpy->num_explicit_args == 4 && saxpy->num_args == 4);
-    CHECK(bump->num_explicit_args == 1);
+    REQUIRE(saxpy->exec_mode == AMDGPU_EXEC_MODE_SPMD);
+    REQUIRE(bump->exec_mode == AMDGPU_EXEC_MODE_GENERIC ||
+            bump->exec_mode == AMDGPU_EXEC_MODE_GENERIC_SPMD);
+    REQUIRE(saxpy->num_explicit_args == 4 && saxpy->num_args == 4);
+    REQUIRE(bump->num_explicit_args == 1);
     for (uint32_t i = 0; i < saxpy->num_args; i++)
-        CHECK(saxpy->args[i].size == 8 && saxpy->args[i].offset == 8 * i);
-    CHECK(saxpy->wavefront_size == wave && bump->wavefront_size == wave);
+        REQUIRE(saxpy->args[i].size == 8 && saxpy->args[i].offset == 8 * i);
+    REQUIRE(saxpy->wavefront_size == wave && bump->wavefront_size == wave);
 
     /* the image runs on an agent of its processor whatever the agent's features */
     snprintf(agent_isa, sizeof(agent_isa), "amdgcn-amd-amdhsa--%s", arch);
-    CHECK_ST(amdgpu_target_id_parse(agent_isa, &agent), TETHER_OK);
-    CHECK(amdgpu_target_id_compatible(&co.target, &agent));
+    REQUIRE_RC(amdgpu_target_id_parse(agent_isa, &agent), TETHER_OK);
+    REQUIRE(amdgpu_target_id_compatible(&co.target, &agent));
     agent.xnack = AMDGPU_FEATURE_ON;
     agent.sramecc = AMDGPU_FEATURE_OFF;
-    CHECK(amdgpu_target_id_compatible(&co.target, &agent));
+    REQUIRE(amdgpu_target_id_compatible(&co.target, &agent));
     snprintf(agent.processor, sizeof(agent.processor), "gfx908");
-    CHECK(!amdgpu_target_id_compatible(&co.target, &agent));
+    REQUIRE(!amdgpu_target_id_compatible(&co.target, &agent));
 
     /* kernarg packing for saxpy: each value at its offset, the rest zero */
     {
@@ -302,18 +303,20 @@ static int mode_omp(const char *image, const char *readelf, const char *arch, un
         struct amdgpu_dispatch d = {.num_groups = 3, .group_size = 256};
         uint8_t buf[64];
 
-        CHECK(amdgpu_kernargs_size(saxpy) == 32);
-        CHECK(amdgpu_kernargs_align(saxpy) == 16);
+        REQUIRE(amdgpu_kernargs_size(saxpy) == 32);
+        REQUIRE(amdgpu_kernargs_align(saxpy) == 16);
         memset(buf, 0xee, sizeof(buf));
-        CHECK_ST(amdgpu_kernargs_pack(saxpy, args, 4, &d, NULL, buf, sizeof(buf), &err), TETHER_OK);
+        REQUIRE_RC(amdgpu_kernargs_pack(saxpy, args, 4, &d, NULL, buf, sizeof(buf), &err),
+                   TETHER_OK);
         for (unsigned i = 0; i < 4; i++)
-            CHECK(load_le(buf + 8 * i, 8) == (uint64_t)(uintptr_t)args[i]);
+            REQUIRE(load_le(buf + 8 * i, 8) == (uint64_t)(uintptr_t)args[i]);
         for (unsigned i = 32; i < sizeof(buf); i++)
-            CHECK(buf[i] == 0);
-        CHECK_ST(amdgpu_kernargs_pack(saxpy, args, 3, &d, NULL, buf, sizeof(buf), &err),
-                 TETHER_ERR_INVALID);
-        CHECK(strstr(err.msg, "takes 4 arguments, the launch passes 3") != NULL);
-        CHECK_ST(amdgpu_kernargs_pack(saxpy, args, 4, &d, NULL, buf, 16, &err), TETHER_ERR_INVALID);
+            REQUIRE(buf[i] == 0);
+        REQUIRE_RC(amdgpu_kernargs_pack(saxpy, args, 3, &d, NULL, buf, sizeof(buf), &err),
+                   TETHER_ERR_INVALID);
+        REQUIRE(strstr(err.msg, "takes 4 arguments, the launch passes 3") != NULL);
+        REQUIRE_RC(amdgpu_kernargs_pack(saxpy, args, 4, &d, NULL, buf, 16, &err),
+                   TETHER_ERR_INVALID);
     }
 
     amdgpu_code_object_fini(&co);
@@ -336,34 +339,34 @@ static int mode_raw5(const char *image, const char *readelf)
     uint8_t *buf;
     unsigned hidden = 0;
 
-    CHECK_ST(amdgpu_code_object_parse(bytes, size, &co, &err), TETHER_OK);
-    CHECK(co.version == 5);
+    REQUIRE_RC(amdgpu_code_object_parse(bytes, size, &co, &err), TETHER_OK);
+    REQUIRE(co.version == 5);
     check_against_oracle(&co, readelf, image);
     k = amdgpu_code_object_find_kernel(&co, "tether_raw");
-    CHECK(k != NULL);
-    CHECK(k->exec_mode == AMDGPU_EXEC_MODE_NONE);
-    CHECK(k->num_explicit_args == 2 && k->num_args > 2);
-    CHECK(k->args[0].kind == AMDGPU_ARG_GLOBAL_BUFFER && k->args[0].size == 8);
-    CHECK(k->args[1].kind == AMDGPU_ARG_BY_VALUE && k->args[1].size == 4);
+    REQUIRE(k != NULL);
+    REQUIRE(k->exec_mode == AMDGPU_EXEC_MODE_NONE);
+    REQUIRE(k->num_explicit_args == 2 && k->num_args > 2);
+    REQUIRE(k->args[0].kind == AMDGPU_ARG_GLOBAL_BUFFER && k->args[0].size == 8);
+    REQUIRE(k->args[1].kind == AMDGPU_ARG_BY_VALUE && k->args[1].size == 4);
 
     buf = malloc(amdgpu_kernargs_size(k));
-    CHECK(buf != NULL);
-    CHECK_ST(amdgpu_kernargs_pack(k, args, 2, &d, &env, buf, amdgpu_kernargs_size(k), &err),
-             TETHER_OK);
-    CHECK(load_le(buf + k->args[0].offset, 8) == 0xabcdef000ull);
-    CHECK(load_le(buf + k->args[1].offset, 4) == 0xfffffff9u); /* int -7, 4 bytes only */
-    CHECK(load_le(buf + k->args[1].offset + 4, 4) == 0);
+    REQUIRE(buf != NULL);
+    REQUIRE_RC(amdgpu_kernargs_pack(k, args, 2, &d, &env, buf, amdgpu_kernargs_size(k), &err),
+               TETHER_OK);
+    REQUIRE(load_le(buf + k->args[0].offset, 8) == 0xabcdef000ull);
+    REQUIRE(load_le(buf + k->args[1].offset, 4) == 0xfffffff9u); /* int -7, 4 bytes only */
+    REQUIRE(load_le(buf + k->args[1].offset + 4, 4) == 0);
     for (uint32_t i = k->num_explicit_args; i < k->num_args; i++) {
         const struct amdgpu_kernel_arg *a = &k->args[i];
         uint64_t v = load_le(buf + a->offset, a->size);
 
         switch (a->kind) {
         case AMDGPU_ARG_HIDDEN_BLOCK_COUNT_X:
-            CHECK(v == 5);
+            REQUIRE(v == 5);
             hidden++;
             break;
         case AMDGPU_ARG_HIDDEN_GROUP_SIZE_X:
-            CHECK(a->size == 2 && v == 128);
+            REQUIRE(a->size == 2 && v == 128);
             hidden++;
             break;
         case AMDGPU_ARG_HIDDEN_BLOCK_COUNT_Y:
@@ -371,7 +374,7 @@ static int mode_raw5(const char *image, const char *readelf)
         case AMDGPU_ARG_HIDDEN_GROUP_SIZE_Y:
         case AMDGPU_ARG_HIDDEN_GROUP_SIZE_Z:
         case AMDGPU_ARG_HIDDEN_GRID_DIMS:
-            CHECK(v == 1);
+            REQUIRE(v == 1);
             hidden++;
             break;
         case AMDGPU_ARG_HIDDEN_REMAINDER_X:
@@ -380,20 +383,20 @@ static int mode_raw5(const char *image, const char *readelf)
         case AMDGPU_ARG_HIDDEN_GLOBAL_OFFSET_X:
         case AMDGPU_ARG_HIDDEN_GLOBAL_OFFSET_Y:
         case AMDGPU_ARG_HIDDEN_GLOBAL_OFFSET_Z:
-            CHECK(v == 0);
+            REQUIRE(v == 0);
             hidden++;
             break;
         case AMDGPU_ARG_HIDDEN_HOSTCALL_BUFFER:
-            CHECK(v == 0x1000);
+            REQUIRE(v == 0x1000);
             break;
         case AMDGPU_ARG_HIDDEN_HEAP_V1:
-            CHECK(v == 0x2000);
+            REQUIRE(v == 0x2000);
             break;
         case AMDGPU_ARG_HIDDEN_QUEUE_PTR:
-            CHECK(v == 0x3000);
+            REQUIRE(v == 0x3000);
             break;
         case AMDGPU_ARG_HIDDEN_DYNAMIC_LDS_SIZE:
-            CHECK(v == 512);
+            REQUIRE(v == 512);
             break;
         default:
             break;
@@ -401,7 +404,7 @@ static int mode_raw5(const char *image, const char *readelf)
     }
     /* the v5 kernel lists (at least) the 3 block counts, 3 group sizes, 3 remainders, 3 global
      * offsets and grid dims: all found and filled */
-    CHECK(hidden >= 13);
+    REQUIRE(hidden >= 13);
     free(buf);
     amdgpu_code_object_fini(&co);
     free(bytes);
@@ -418,18 +421,19 @@ static int mode_xnack(const char *image)
     void *bytes = test_read_file(image, &size);
     char text[64];
 
-    CHECK_ST(amdgpu_code_object_parse(bytes, size, &co, &err), TETHER_OK);
-    CHECK(strcmp(co.target.processor, "gfx90a") == 0);
-    CHECK(co.target.xnack == AMDGPU_FEATURE_ON && co.target.sramecc == AMDGPU_FEATURE_ANY);
-    CHECK(strcmp(co.target_name, "amdgcn-amd-amdhsa--gfx90a:xnack+") == 0);
+    REQUIRE_RC(amdgpu_code_object_parse(bytes, size, &co, &err), TETHER_OK);
+    REQUIRE(strcmp(co.target.processor, "gfx90a") == 0);
+    REQUIRE(co.target.xnack == AMDGPU_FEATURE_ON && co.target.sramecc == AMDGPU_FEATURE_ANY);
+    REQUIRE(strcmp(co.target_name, "amdgcn-amd-amdhsa--gfx90a:xnack+") == 0);
     amdgpu_target_id_format(&co.target, text, sizeof(text));
-    CHECK(strcmp(text, "gfx90a:xnack+") == 0);
-    CHECK_ST(amdgpu_target_id_parse("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack+", &on), TETHER_OK);
-    CHECK_ST(amdgpu_target_id_parse("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-", &off), TETHER_OK);
-    CHECK_ST(amdgpu_target_id_parse("gfx90a", &nofeat), TETHER_OK);
-    CHECK(amdgpu_target_id_compatible(&co.target, &on));
-    CHECK(!amdgpu_target_id_compatible(&co.target, &off));
-    CHECK(!amdgpu_target_id_compatible(&co.target, &nofeat));
+    REQUIRE(strcmp(text, "gfx90a:xnack+") == 0);
+    REQUIRE_RC(amdgpu_target_id_parse("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack+", &on), TETHER_OK);
+    REQUIRE_RC(amdgpu_target_id_parse("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-", &off),
+               TETHER_OK);
+    REQUIRE_RC(amdgpu_target_id_parse("gfx90a", &nofeat), TETHER_OK);
+    REQUIRE(amdgpu_target_id_compatible(&co.target, &on));
+    REQUIRE(!amdgpu_target_id_compatible(&co.target, &off));
+    REQUIRE(!amdgpu_target_id_compatible(&co.target, &nofeat));
     amdgpu_code_object_fini(&co);
     free(bytes);
     printf("xnack+: ok\n");
@@ -460,7 +464,7 @@ static void parse_expect_clean(const uint8_t *buf, size_t size, unsigned *ok, un
         fprintf(stderr, "unexpected status %d (%s): %s\n", (int)st, tether_status_str(st), err.msg);
         exit(1);
     }
-    CHECK(strncmp(err.msg, "AMDGPU code object: ", 20) == 0);
+    REQUIRE(strncmp(err.msg, "AMDGPU code object: ", 20) == 0);
     (*bad)++;
 }
 
@@ -471,20 +475,19 @@ static int mode_mutate(const char *image)
     uint8_t *buf = malloc(size);
     uint64_t seed = 0x7e7e7e7e12345ull;
     unsigned ok = 0, bad = 0;
-    struct amdgpu_elf elf;
-    const uint8_t *note;
+    struct plugin_image whole = {.start = orig, .size = size};
+    const void *note;
     size_t note_size, note_off;
 
-    CHECK(buf != NULL);
+    REQUIRE(buf != NULL);
     /* every truncation (in steps, and every byte of the header and metadata note) */
-    CHECK_ST(amdgpu_elf_open(orig, size, &elf, NULL), TETHER_OK);
-    CHECK_ST(amdgpu_elf_find_note(&elf, AMDGPU_NOTE_OWNER, AMDGPU_NT_METADATA, &note, &note_size),
-             TETHER_OK);
-    note_off = (size_t)(note - orig);
+    REQUIRE_RC(image_elf_note(&whole, AMDGPU_NOTE_OWNER, AMDGPU_NT_METADATA, &note, &note_size),
+               TETHER_OK);
+    note_off = (size_t)((const uint8_t *)note - orig);
     for (size_t n = 0; n < size; n += (n < note_off + note_size ? 1 : 61)) {
         uint8_t *cut = malloc(n ? n : 1); /* a fresh allocation, so ASan sees overreads */
 
-        CHECK(cut != NULL);
+        REQUIRE(cut != NULL);
         memcpy(cut, orig, n);
         parse_expect_clean(cut, n, &ok, &bad);
         free(cut);
@@ -504,7 +507,7 @@ static int mode_mutate(const char *image)
     }
     /* the image itself still parses */
     parse_expect_clean(orig, size, &ok, &bad);
-    CHECK(ok > 0 && bad > 0);
+    REQUIRE(ok > 0 && bad > 0);
     printf("mutate: %u parsed, %u refused, no crash\n", ok, bad);
     free(buf);
     free(orig);
@@ -514,13 +517,14 @@ static int mode_mutate(const char *image)
 int main(int argc, char **argv)
 {
     if (argc == 6 && strcmp(argv[1], "omp") == 0)
-        return mode_omp(argv[2], argv[3], argv[4], (unsigned)strtoul(argv[5], NULL, 0));
+        return amdgpu_test_end(
+            argv[1], mode_omp(argv[2], argv[3], argv[4], (unsigned)strtoul(argv[5], NULL, 0)));
     if (argc == 4 && strcmp(argv[1], "raw5") == 0)
-        return mode_raw5(argv[2], argv[3]);
+        return amdgpu_test_end(argv[1], mode_raw5(argv[2], argv[3]));
     if (argc == 3 && strcmp(argv[1], "xnack") == 0)
-        return mode_xnack(argv[2]);
+        return amdgpu_test_end(argv[1], mode_xnack(argv[2]));
     if (argc == 3 && strcmp(argv[1], "mutate") == 0)
-        return mode_mutate(argv[2]);
+        return amdgpu_test_end(argv[1], mode_mutate(argv[2]));
     fprintf(stderr,
             "usage: %s omp IMAGE READELF ARCH WAVE | raw5 IMAGE READELF | xnack IMAGE | "
             "mutate IMAGE\n",

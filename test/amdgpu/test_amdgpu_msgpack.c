@@ -12,7 +12,7 @@ static struct amdgpu_mp_value next_ok(struct amdgpu_mp_reader *r)
 {
     struct amdgpu_mp_value v;
 
-    CHECK_ST(amdgpu_mp_next(r, &v), TETHER_OK);
+    REQUIRE_RC(amdgpu_mp_next(r, &v), TETHER_OK);
     return v;
 }
 
@@ -40,39 +40,39 @@ static void test_scalars(void)
 
     amdgpu_mp_init(&r, buf, sizeof(buf));
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_UINT && v.v.u == 5);
+    REQUIRE(v.kind == AMDGPU_MP_UINT && v.v.u == 5);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_INT && v.v.i == -1);
-    CHECK_ST(amdgpu_mp_to_uint(&v, &u), TETHER_ERR_BAD_IMAGE);
-    CHECK(next_ok(&r).kind == AMDGPU_MP_NIL);
+    REQUIRE(v.kind == AMDGPU_MP_INT && v.v.i == -1);
+    REQUIRE_RC(amdgpu_mp_to_uint(&v, &u), TETHER_ERR_BAD_IMAGE);
+    REQUIRE(next_ok(&r).kind == AMDGPU_MP_NIL);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_BOOL && !v.v.b);
+    REQUIRE(v.kind == AMDGPU_MP_BOOL && !v.v.b);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_BOOL && v.v.b);
+    REQUIRE(v.kind == AMDGPU_MP_BOOL && v.v.b);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_UINT && v.v.u == 254);
+    REQUIRE(v.kind == AMDGPU_MP_UINT && v.v.u == 254);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_UINT && v.v.u == 0x1234);
+    REQUIRE(v.kind == AMDGPU_MP_UINT && v.v.u == 0x1234);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_UINT && v.v.u == 0x89abcdefu);
+    REQUIRE(v.kind == AMDGPU_MP_UINT && v.v.u == 0x89abcdefu);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_UINT && v.v.u == 0x0102030405060708ull);
+    REQUIRE(v.kind == AMDGPU_MP_UINT && v.v.u == 0x0102030405060708ull);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_INT && v.v.i == -128);
+    REQUIRE(v.kind == AMDGPU_MP_INT && v.v.i == -128);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_INT && v.v.i == -256);
+    REQUIRE(v.kind == AMDGPU_MP_INT && v.v.i == -256);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_INT && v.v.i == -2);
+    REQUIRE(v.kind == AMDGPU_MP_INT && v.v.i == -2);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_INT && v.v.i == INT64_MAX);
-    CHECK_ST(amdgpu_mp_to_uint(&v, &u), TETHER_OK);
-    CHECK(u == (uint64_t)INT64_MAX);
+    REQUIRE(v.kind == AMDGPU_MP_INT && v.v.i == INT64_MAX);
+    REQUIRE_RC(amdgpu_mp_to_uint(&v, &u), TETHER_OK);
+    REQUIRE(u == (uint64_t)INT64_MAX);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_FLOAT && v.v.f == 1.5);
+    REQUIRE(v.kind == AMDGPU_MP_FLOAT && v.v.f == 1.5);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_FLOAT && v.v.f > 3.14159 && v.v.f < 3.1416);
-    CHECK(amdgpu_mp_at_end(&r));
-    CHECK_ST(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
+    REQUIRE(v.kind == AMDGPU_MP_FLOAT && v.v.f > 3.14159 && v.v.f < 3.1416);
+    REQUIRE(amdgpu_mp_at_end(&r));
+    REQUIRE_RC(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
 }
 
 static void test_bytes(void)
@@ -91,24 +91,24 @@ static void test_bytes(void)
 
     amdgpu_mp_init(&r, buf, sizeof(buf));
     v = next_ok(&r);
-    CHECK(amdgpu_mp_str_eq(&v, "abc"));
-    CHECK(!amdgpu_mp_str_eq(&v, "ab"));
-    CHECK(!amdgpu_mp_str_eq(&v, "abcd"));
+    REQUIRE(amdgpu_mp_str_eq(&v, "abc"));
+    REQUIRE(!amdgpu_mp_str_eq(&v, "ab"));
+    REQUIRE(!amdgpu_mp_str_eq(&v, "abcd"));
     v = next_ok(&r);
-    CHECK(amdgpu_mp_str_eq(&v, "hi"));
+    REQUIRE(amdgpu_mp_str_eq(&v, "hi"));
     v = next_ok(&r);
-    CHECK(amdgpu_mp_str_eq(&v, "x"));
+    REQUIRE(amdgpu_mp_str_eq(&v, "x"));
     v = next_ok(&r);
-    CHECK(amdgpu_mp_str_eq(&v, ""));
+    REQUIRE(amdgpu_mp_str_eq(&v, ""));
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_BIN && v.v.bytes.len == 2 && v.v.bytes.ptr[0] == 0xde);
-    CHECK(!amdgpu_mp_str_eq(&v, "\xde\xad"));
+    REQUIRE(v.kind == AMDGPU_MP_BIN && v.v.bytes.len == 2 && v.v.bytes.ptr[0] == 0xde);
+    REQUIRE(!amdgpu_mp_str_eq(&v, "\xde\xad"));
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_EXT && v.v.bytes.ext_type == 7 && v.v.bytes.len == 1 &&
-          v.v.bytes.ptr[0] == 0x55);
+    REQUIRE(v.kind == AMDGPU_MP_EXT && v.v.bytes.ext_type == 7 && v.v.bytes.len == 1 &&
+            v.v.bytes.ptr[0] == 0x55);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_EXT && v.v.bytes.ext_type == -2 && v.v.bytes.len == 2);
-    CHECK(amdgpu_mp_at_end(&r));
+    REQUIRE(v.kind == AMDGPU_MP_EXT && v.v.bytes.ext_type == -2 && v.v.bytes.len == 2);
+    REQUIRE(amdgpu_mp_at_end(&r));
 }
 
 /* {"k": [1, {"a": nil}, "s"], "n": 7} followed by 0x2a. */
@@ -123,29 +123,29 @@ static void test_nesting(void)
 
     amdgpu_mp_init(&r, nested, sizeof(nested));
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_MAP && v.v.count == 2);
+    REQUIRE(v.kind == AMDGPU_MP_MAP && v.v.count == 2);
     v = next_ok(&r);
-    CHECK(amdgpu_mp_str_eq(&v, "k"));
+    REQUIRE(amdgpu_mp_str_eq(&v, "k"));
     /* skip the array value, nested map included */
-    CHECK_ST(amdgpu_mp_skip(&r), TETHER_OK);
+    REQUIRE_RC(amdgpu_mp_skip(&r), TETHER_OK);
     v = next_ok(&r);
-    CHECK(amdgpu_mp_str_eq(&v, "n"));
-    CHECK_ST(amdgpu_mp_read_uint(&r, 6, &u), TETHER_ERR_BAD_IMAGE); /* 7 > max 6, and */
-    CHECK_ST(amdgpu_mp_read_uint(&r, 7, &u), TETHER_OK);            /* the cursor stayed */
-    CHECK(u == 7);
+    REQUIRE(amdgpu_mp_str_eq(&v, "n"));
+    REQUIRE_RC(amdgpu_mp_read_uint(&r, 6, &u), TETHER_ERR_BAD_IMAGE); /* 7 > max 6, and */
+    REQUIRE_RC(amdgpu_mp_read_uint(&r, 7, &u), TETHER_OK);            /* the cursor stayed */
+    REQUIRE(u == 7);
     v = next_ok(&r);
-    CHECK(v.kind == AMDGPU_MP_UINT && v.v.u == 42);
+    REQUIRE(v.kind == AMDGPU_MP_UINT && v.v.u == 42);
 
     /* skipping the whole document consumes exactly the map */
     amdgpu_mp_init(&r, nested, sizeof(nested));
-    CHECK_ST(amdgpu_mp_skip(&r), TETHER_OK);
-    CHECK(r.end - r.pos == 1);
+    REQUIRE_RC(amdgpu_mp_skip(&r), TETHER_OK);
+    REQUIRE(r.end - r.pos == 1);
 
     /* every truncation of the map is refused by skip, and never reads past the end */
     for (size_t n = 0; n < sizeof(nested) - 1; n++) {
         amdgpu_mp_init(&r, nested, n);
-        CHECK_ST(amdgpu_mp_skip(&r), TETHER_ERR_BAD_IMAGE);
-        CHECK(r.pos == nested); /* a failed skip leaves the cursor */
+        REQUIRE_RC(amdgpu_mp_skip(&r), TETHER_ERR_BAD_IMAGE);
+        REQUIRE(r.pos == nested); /* a failed skip leaves the cursor */
     }
 }
 
@@ -164,25 +164,25 @@ static void test_malformed(void)
     struct amdgpu_mp_value v;
 
     amdgpu_mp_init(&r, never_used, sizeof(never_used));
-    CHECK_ST(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
     amdgpu_mp_init(&r, short_u32, sizeof(short_u32));
-    CHECK_ST(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
     amdgpu_mp_init(&r, short_str, sizeof(short_str));
-    CHECK_ST(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
     amdgpu_mp_init(&r, short_len, sizeof(short_len));
-    CHECK_ST(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
     amdgpu_mp_init(&r, huge_str, sizeof(huge_str));
-    CHECK_ST(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
     amdgpu_mp_init(&r, short_ext, sizeof(short_ext));
-    CHECK_ST(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
     amdgpu_mp_init(&r, huge_array, sizeof(huge_array));
-    CHECK_ST(amdgpu_mp_skip(&r), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_skip(&r), TETHER_ERR_BAD_IMAGE);
     amdgpu_mp_init(&r, huge_map, sizeof(huge_map));
-    CHECK_ST(amdgpu_mp_skip(&r), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_skip(&r), TETHER_ERR_BAD_IMAGE);
     amdgpu_mp_init(&r, NULL, 0);
-    CHECK(amdgpu_mp_at_end(&r));
-    CHECK_ST(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
-    CHECK_ST(amdgpu_mp_next(NULL, &v), TETHER_ERR_INVALID);
+    REQUIRE(amdgpu_mp_at_end(&r));
+    REQUIRE_RC(amdgpu_mp_next(&r, &v), TETHER_ERR_BAD_IMAGE);
+    REQUIRE_RC(amdgpu_mp_next(NULL, &v), TETHER_ERR_INVALID);
 }
 
 int main(void)
@@ -191,6 +191,5 @@ int main(void)
     test_bytes();
     test_nesting();
     test_malformed();
-    printf("amdgpu msgpack: ok\n");
-    return 0;
+    return tcheck_exit("amdgpu msgpack");
 }

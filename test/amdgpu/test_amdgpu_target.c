@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "amdgpu_elf.h"
+#include "amdgpu_code_object.h"
 #include "amdgpu_target.h"
 #include "amdgpu_test.h"
 
@@ -16,7 +16,7 @@ static struct amdgpu_target_id parse_ok(const char *text)
 {
     struct amdgpu_target_id id;
 
-    CHECK_ST(amdgpu_target_id_parse(text, &id), TETHER_OK);
+    REQUIRE_RC(amdgpu_target_id_parse(text, &id), TETHER_OK);
     return id;
 }
 
@@ -25,8 +25,8 @@ static void check_format(const char *text, const char *canonical)
     struct amdgpu_target_id id = parse_ok(text);
     char buf[64];
 
-    CHECK(amdgpu_target_id_format(&id, buf, sizeof(buf)) == strlen(canonical));
-    CHECK(strcmp(buf, canonical) == 0);
+    REQUIRE(amdgpu_target_id_format(&id, buf, sizeof(buf)) == strlen(canonical));
+    REQUIRE(strcmp(buf, canonical) == 0);
 }
 
 static bool compatible(const char *image, const char *agent)
@@ -65,54 +65,54 @@ static int mode_rules(void)
             return 1;
         }
     }
-    CHECK_ST(amdgpu_target_id_parse(NULL, &id), TETHER_ERR_INVALID);
+    REQUIRE_RC(amdgpu_target_id_parse(NULL, &id), TETHER_ERR_INVALID);
 
     id = parse_ok("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
-    CHECK(strcmp(id.processor, "gfx90a") == 0);
-    CHECK(id.sramecc == AMDGPU_FEATURE_ON && id.xnack == AMDGPU_FEATURE_OFF);
+    REQUIRE(strcmp(id.processor, "gfx90a") == 0);
+    REQUIRE(id.sramecc == AMDGPU_FEATURE_ON && id.xnack == AMDGPU_FEATURE_OFF);
     id = parse_ok("gfx1030");
-    CHECK(id.sramecc == AMDGPU_FEATURE_ANY && id.xnack == AMDGPU_FEATURE_ANY);
+    REQUIRE(id.sramecc == AMDGPU_FEATURE_ANY && id.xnack == AMDGPU_FEATURE_ANY);
     check_format("gfx90a:xnack-:sramecc+", "gfx90a:sramecc+:xnack-");
     check_format("amdgcn-amd-amdhsa--gfx942:xnack+", "gfx942:xnack+");
     check_format("amdgcn-amd-amdhsa-hipv4-gfx908", "gfx908");
     /* truncation: snprintf-style length, NUL-terminated */
     id = parse_ok("gfx90a:sramecc+:xnack-");
-    CHECK(amdgpu_target_id_format(&id, small, sizeof(small)) == 22);
-    CHECK(strcmp(small, "gfx90a:") == 0);
+    REQUIRE(amdgpu_target_id_format(&id, small, sizeof(small)) == 22);
+    REQUIRE(strcmp(small, "gfx90a:") == 0);
 
     /* the rule: processors equal; each feature the image sets must be the agent's state */
-    CHECK(compatible("gfx90a", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"));
-    CHECK(compatible("gfx90a:xnack-", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"));
-    CHECK(!compatible("gfx90a:xnack+", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"));
-    CHECK(compatible("gfx90a:sramecc+:xnack+", "gfx90a:xnack+:sramecc+"));
-    CHECK(!compatible("gfx90a:sramecc-", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"));
-    CHECK(!compatible("gfx90a", "amdgcn-amd-amdhsa--gfx908:sramecc+:xnack-"));
-    CHECK(!compatible("gfx90a", "gfx90"));
-    CHECK(!compatible("gfx9", "gfx90a"));
+    REQUIRE(compatible("gfx90a", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"));
+    REQUIRE(compatible("gfx90a:xnack-", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"));
+    REQUIRE(!compatible("gfx90a:xnack+", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"));
+    REQUIRE(compatible("gfx90a:sramecc+:xnack+", "gfx90a:xnack+:sramecc+"));
+    REQUIRE(!compatible("gfx90a:sramecc-", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"));
+    REQUIRE(!compatible("gfx90a", "amdgcn-amd-amdhsa--gfx908:sramecc+:xnack-"));
+    REQUIRE(!compatible("gfx90a", "gfx90"));
+    REQUIRE(!compatible("gfx9", "gfx90a"));
     /* an agent that does not support a feature cannot run an image that requires its state */
-    CHECK(!compatible("gfx1030:xnack-", "amdgcn-amd-amdhsa--gfx1030"));
-    CHECK(compatible("gfx1030", "amdgcn-amd-amdhsa--gfx1030"));
+    REQUIRE(!compatible("gfx1030:xnack-", "amdgcn-amd-amdhsa--gfx1030"));
+    REQUIRE(compatible("gfx1030", "amdgcn-amd-amdhsa--gfx1030"));
 
     /* e_flags: v4 two-bit fields (values seen from clang-16), v3 single bits */
-    CHECK_ST(amdgpu_target_id_from_elf(2, 0x53f, &id), TETHER_OK);
-    CHECK(strcmp(id.processor, "gfx90a") == 0);
-    CHECK(id.xnack == AMDGPU_FEATURE_ANY && id.sramecc == AMDGPU_FEATURE_ANY);
-    CHECK_ST(amdgpu_target_id_from_elf(3, 0x73f, &id), TETHER_OK); /* gfx90a:xnack+ */
-    CHECK(id.xnack == AMDGPU_FEATURE_ON && id.sramecc == AMDGPU_FEATURE_ANY);
-    CHECK_ST(amdgpu_target_id_from_elf(2, 0xa40, &id), TETHER_OK); /* sramecc off, xnack off */
-    CHECK(strcmp(id.processor, "gfx940") == 0);
-    CHECK(id.xnack == AMDGPU_FEATURE_OFF && id.sramecc == AMDGPU_FEATURE_OFF);
-    CHECK_ST(amdgpu_target_id_from_elf(2, 0xf3f, &id), TETHER_OK);
-    CHECK(id.xnack == AMDGPU_FEATURE_ON && id.sramecc == AMDGPU_FEATURE_ON);
-    CHECK_ST(amdgpu_target_id_from_elf(2, 0x036, &id), TETHER_OK); /* gfx1030, unsupported */
-    CHECK(id.xnack == AMDGPU_FEATURE_ANY && id.sramecc == AMDGPU_FEATURE_ANY);
-    CHECK_ST(amdgpu_target_id_from_elf(1, 0x12f, &id), TETHER_OK); /* v3 gfx906:xnack+ */
-    CHECK(strcmp(id.processor, "gfx906") == 0 && id.xnack == AMDGPU_FEATURE_ON);
-    CHECK(id.sramecc == AMDGPU_FEATURE_ANY);
-    CHECK_ST(amdgpu_target_id_from_elf(1, 0x22f, &id), TETHER_OK); /* v3 gfx906:sramecc+ */
-    CHECK(id.sramecc == AMDGPU_FEATURE_ON && id.xnack == AMDGPU_FEATURE_ANY);
-    CHECK_ST(amdgpu_target_id_from_elf(2, 0x0ff, &id), TETHER_ERR_NOT_FOUND);
-    CHECK_ST(amdgpu_target_id_from_elf(4, 0x53f, &id), TETHER_ERR_INVALID);
+    REQUIRE_RC(amdgpu_target_id_from_elf(2, 0x53f, &id), TETHER_OK);
+    REQUIRE(strcmp(id.processor, "gfx90a") == 0);
+    REQUIRE(id.xnack == AMDGPU_FEATURE_ANY && id.sramecc == AMDGPU_FEATURE_ANY);
+    REQUIRE_RC(amdgpu_target_id_from_elf(3, 0x73f, &id), TETHER_OK); /* gfx90a:xnack+ */
+    REQUIRE(id.xnack == AMDGPU_FEATURE_ON && id.sramecc == AMDGPU_FEATURE_ANY);
+    REQUIRE_RC(amdgpu_target_id_from_elf(2, 0xa40, &id), TETHER_OK); /* sramecc off, xnack off */
+    REQUIRE(strcmp(id.processor, "gfx940") == 0);
+    REQUIRE(id.xnack == AMDGPU_FEATURE_OFF && id.sramecc == AMDGPU_FEATURE_OFF);
+    REQUIRE_RC(amdgpu_target_id_from_elf(2, 0xf3f, &id), TETHER_OK);
+    REQUIRE(id.xnack == AMDGPU_FEATURE_ON && id.sramecc == AMDGPU_FEATURE_ON);
+    REQUIRE_RC(amdgpu_target_id_from_elf(2, 0x036, &id), TETHER_OK); /* gfx1030, unsupported */
+    REQUIRE(id.xnack == AMDGPU_FEATURE_ANY && id.sramecc == AMDGPU_FEATURE_ANY);
+    REQUIRE_RC(amdgpu_target_id_from_elf(1, 0x12f, &id), TETHER_OK); /* v3 gfx906:xnack+ */
+    REQUIRE(strcmp(id.processor, "gfx906") == 0 && id.xnack == AMDGPU_FEATURE_ON);
+    REQUIRE(id.sramecc == AMDGPU_FEATURE_ANY);
+    REQUIRE_RC(amdgpu_target_id_from_elf(1, 0x22f, &id), TETHER_OK); /* v3 gfx906:sramecc+ */
+    REQUIRE(id.sramecc == AMDGPU_FEATURE_ON && id.xnack == AMDGPU_FEATURE_ANY);
+    REQUIRE_RC(amdgpu_target_id_from_elf(2, 0x0ff, &id), TETHER_ERR_NOT_FOUND);
+    REQUIRE_RC(amdgpu_target_id_from_elf(4, 0x53f, &id), TETHER_ERR_INVALID);
     printf("target rules: ok\n");
     return 0;
 }
@@ -125,12 +125,12 @@ static int mode_mach(const char *clang, const char *dir)
 
     snprintf(src, sizeof(src), "%s/mach_probe.c", dir);
     f = fopen(src, "w");
-    CHECK(f != NULL);
+    REQUIRE(f != NULL);
     fprintf(f, "void tether_probe(void) {}\n");
     fclose(f);
     for (uint32_t mach = 0; mach < 256; mach++) {
         const char *name = amdgpu_target_mach_name(mach);
-        struct amdgpu_elf elf;
+        struct image_elf_header header;
         struct amdgpu_target_id id;
         size_t size;
         void *bytes;
@@ -146,21 +146,22 @@ static int mode_mach(const char *clang, const char *dir)
             return 1;
         }
         bytes = test_read_file(obj, &size);
-        CHECK_ST(amdgpu_elf_open(bytes, size, &elf, NULL), TETHER_OK);
-        if ((elf.ehdr.e_flags & 0xff) != mach) {
+        REQUIRE_RC(
+            image_elf_header(&(struct plugin_image){.start = bytes, .size = size}, &header, NULL),
+            TETHER_OK);
+        if ((header.flags & 0xff) != mach) {
             fprintf(stderr, "%s: table says 0x%x, clang-16 wrote e_flags 0x%x\n", name, mach,
-                    elf.ehdr.e_flags);
+                    header.flags);
             return 1;
         }
-        CHECK_ST(amdgpu_target_id_from_elf(elf.ehdr.e_ident[EI_ABIVERSION], elf.ehdr.e_flags, &id),
-                 TETHER_OK);
-        CHECK(strcmp(id.processor, name) == 0);
+        REQUIRE_RC(amdgpu_target_id_from_elf(header.abi_version, header.flags, &id), TETHER_OK);
+        REQUIRE(strcmp(id.processor, name) == 0);
         free(bytes);
         unlink(obj);
         checked++;
     }
     unlink(src);
-    CHECK(checked >= 38);
+    REQUIRE(checked >= 38);
     printf("mach table: %u processors match clang-16\n", checked);
     return 0;
 }
@@ -168,9 +169,9 @@ static int mode_mach(const char *clang, const char *dir)
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "rules") == 0)
-        return mode_rules();
+        return amdgpu_test_end(argv[1], mode_rules());
     if (argc == 4 && strcmp(argv[1], "mach") == 0)
-        return mode_mach(argv[2], argv[3]);
+        return amdgpu_test_end(argv[1], mode_mach(argv[2], argv[3]));
     fprintf(stderr, "usage: %s rules | mach CLANG DIR\n", argv[0]);
     return 2;
 }

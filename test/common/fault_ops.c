@@ -21,6 +21,10 @@ void fault_reset(const struct plugin_ops *inner, long fail_at)
     atomic_store(&fault.allocs, 0);
     atomic_store(&fault.registers, 0);
     atomic_store(&fault.launches, 0);
+    atomic_store(&fault.syncs, 0);
+    fault.launch_hook = NULL;
+    atomic_store(&fault.register_dev, -1);
+    atomic_store(&fault.unregister_dev, -1);
 }
 
 long fault_live(void)
@@ -176,6 +180,7 @@ static tether_status_t f_host_register(struct plugin_device *dev, void *ptr, siz
     tether_status_t rc;
 
     FAULT_POINT(host_register);
+    atomic_store(&fault.register_dev, dev->id);
     rc = fault.inner->host_register(dev, ptr, size, dev_ptr_p, external_p, err);
     if (rc == TETHER_OK) {
         atomic_fetch_add(&fault.registers, 1);
@@ -187,6 +192,7 @@ static tether_status_t f_host_unregister(struct plugin_device *dev, void *base, 
                                          struct tether_error *err)
 {
     atomic_fetch_sub(&fault.registers, 1);
+    atomic_store(&fault.unregister_dev, dev->id);
     return fault.inner->host_unregister(dev, base, size, err);
 }
 
@@ -213,6 +219,7 @@ static tether_status_t f_queue_sync(struct plugin_device *dev, struct plugin_que
                                     struct tether_error *err)
 {
     FAULT_POINT(queue_sync);
+    atomic_fetch_add(&fault.syncs, 1);
     return fault.inner->queue_sync(dev, queue, err);
 }
 
@@ -316,6 +323,9 @@ static tether_status_t f_launch(struct plugin_device *dev, struct plugin_kernel 
 {
     FAULT_POINT(launch);
     atomic_fetch_add(&fault.launches, 1);
+    if (fault.launch_hook != NULL) {
+        return fault.launch_hook(launch);
+    }
     return fault.inner->launch(dev, kernel, launch, queue, err);
 }
 

@@ -26,6 +26,11 @@ struct fault_state {
     /* live objects, by kind */
     atomic_long plugins, devices, modules, kernels, queues, events, allocs, registers;
     atomic_long launches;
+    atomic_long syncs; /* queue_sync calls */
+    /* when set, the launch slot calls this instead of the inner backend's launch */
+    tether_status_t (*launch_hook)(const struct plugin_launch *launch);
+    /* the device ids the last host_register and host_unregister were called with (-1: none) */
+    atomic_int register_dev, unregister_dev;
 };
 
 extern struct fault_state fault;

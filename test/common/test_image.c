@@ -220,6 +220,136 @@ static void test_crafted_elf(void)
     }
 }
 
+/* image_elf_header: the structure a loader relies on, and the header fields backends read. */
+static void test_crafted_header(void)
+{
+    struct tether_error err = {{0}};
+    struct image_elf_header h;
+    struct plugin_image img;
+    struct crafted c;
+    Elf64_Ehdr eh;
+    Elf64_Shdr sh;
+    size_t symtab;
+
+    craft_elf(&c, 224);
+    c.bytes[EI_OSABI] = 64;
+    c.bytes[EI_ABIVERSION] = 2;
+    memcpy(&eh, c.bytes, sizeof(eh));
+    eh.e_flags = 0x53f;
+    memcpy(c.bytes, &eh, sizeof(eh));
+    img = (struct plugin_image){.start = c.bytes, .size = c.size};
+    CHECK_RC(image_elf_header(&img, &h, &err), TETHER_OK);
+    CHECK(h.type == ET_EXEC && h.machine == 224 && h.flags == 0x53f && h.osabi == 64 &&
+          h.abi_version == 2);
+    symtab = eh.e_shoff + SEC_SYMTAB * sizeof(sh);
+
+    eh.e_shentsize = 80; /* image_elf_check takes it; a loader does not */
+    memcpy(c.bytes, &eh, sizeof(eh));
+    CHECK_RC(image_elf_header(&img, &h, &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_MSG(err.msg, "section header size 80");
+    eh.e_shentsize = sizeof(Elf64_Shdr);
+    eh.e_shnum = 0; /* e_shoff without e_shnum: extended numbering */
+    memcpy(c.bytes, &eh, sizeof(eh));
+    CHECK_RC(image_elf_header(&img, &h, &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_MSG(err.msg, "extended section numbering");
+    eh.e_shnum = 200;
+    memcpy(c.bytes, &eh, sizeof(eh));
+    CHECK_RC(image_elf_header(&img, &h, &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_MSG(err.msg, "section table [", "outside the image");
+    eh.e_shnum = SEC_COUNT;
+    memcpy(c.bytes, &eh, sizeof(eh));
+    memcpy(&sh, c.bytes + symtab, sizeof(sh));
+    sh.sh_entsize = 16;
+    memcpy(c.bytes + symtab, &sh, sizeof(sh));
+    CHECK_RC(image_elf_header(&img, &h, &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_MSG(err.msg, "symbol table entry size 16");
+    sh.sh_entsize = sizeof(Elf64_Sym);
+    sh.sh_link = SEC_DATA; /* not a string table */
+    memcpy(c.bytes + symtab, &sh, sizeof(sh));
+    CHECK_RC(image_elf_header(&img, &h, &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_MSG(err.msg, "symbol table 1 has no string table");
+    sh.sh_link = SEC_STRTAB;
+    sh.sh_size = 100000; /* runs past the end of the image */
+    memcpy(c.bytes + symtab, &sh, sizeof(sh));
+    CHECK_RC(image_elf_header(&img, &h, &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_MSG(err.msg, "section 1 [", "outside the image");
+    img.size = 40;
+    CHECK_RC(image_elf_header(&img, &h, &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_MSG(err.msg, "too small for an ELF header");
+    CHECK_RC(image_elf_header(NULL, &h, &err), TETHER_ERR_INVALID);
+}
+
+/* Notes: [GNU, 3, 4 bytes] [AMDGPU, 32, 5 bytes (padded)], in a SHT_NOTE section, or with no
+ * section table in a PT_NOTE segment. */
+static size_t craft_notes(uint8_t *out, bool sections)
+{
+    static const uint8_t notes[] = {
+        4, 0, 0, 0, 4,  0, 0, 0, 3,   0,   0,   0,   'G', 'N', 'U', 0, 1, 2, 3, 4, 7, 0, 0, 0,
+        5, 0, 0, 0, 32, 0, 0, 0, 'A', 'M', 'D', 'G', 'P', 'U', 0,   0, 9, 8, 7, 6, 5, 0, 0, 0};
+    Elf64_Ehdr eh;
+    size_t off_notes = 64, off_tab = off_notes + sizeof(notes);
+
+    memset(out, 0, 1024);
+    memset(&eh, 0, sizeof(eh));
+    memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_type = ET_DYN;
+    eh.e_machine = 224;
+    memcpy(out + off_notes, notes, sizeof(notes));
+    if (sections) {
+        Elf64_Shdr sh[2];
+
+        memset(sh, 0, sizeof(sh));
+        sh[1].sh_type = SHT_NOTE;
+        sh[1].sh_offset = off_notes;
+        sh[1].sh_size = sizeof(notes);
+        sh[1].sh_addralign = 4;
+        eh.e_shoff = off_tab;
+        eh.e_shentsize = sizeof(Elf64_Shdr);
+        eh.e_shnum = 2;
+        memcpy(out + off_tab, sh, sizeof(sh));
+        memcpy(out, &eh, sizeof(eh));
+        return off_tab + sizeof(sh);
+    } else {
+        Elf64_Phdr ph;
+
+        memset(&ph, 0, sizeof(ph));
+        ph.p_type = PT_NOTE;
+        ph.p_offset = off_notes;
+        ph.p_filesz = sizeof(notes);
+        ph.p_align = 4;
+        eh.e_phoff = off_tab;
+        eh.e_phentsize = sizeof(Elf64_Phdr);
+        eh.e_phnum = 1;
+        memcpy(out + off_tab, &ph, sizeof(ph));
+        memcpy(out, &eh, sizeof(eh));
+        return off_tab + sizeof(ph);
+    }
+}
+
+static void test_crafted_notes(void)
+{
+    static uint8_t buf[1024];
+
+    for (int sections = 1; sections >= 0; sections--) {
+        struct plugin_image img = {.start = buf, .size = craft_notes(buf, sections)};
+        const void *desc = NULL;
+        size_t size = 0;
+
+        CHECK_RC(image_elf_note(&img, "AMDGPU", 32, &desc, &size), TETHER_OK);
+        CHECK(size == 5 && desc != NULL && memcmp(desc, "\x09\x08\x07\x06\x05", 5) == 0);
+        CHECK_RC(image_elf_note(&img, "GNU", 3, &desc, &size), TETHER_OK);
+        CHECK(size == 4 && memcmp(desc, "\x01\x02\x03\x04", 4) == 0);
+        CHECK_RC(image_elf_note(&img, "AMDGPU", 33, &desc, &size), TETHER_ERR_NOT_FOUND);
+        CHECK_RC(image_elf_note(&img, "AMD", 32, &desc, &size), TETHER_ERR_NOT_FOUND);
+        /* the second note's descriptor claims more bytes than are left */
+        buf[64 + 20 + 4] = 200;
+        CHECK_RC(image_elf_note(&img, "AMDGPU", 32, &desc, &size), TETHER_ERR_BAD_IMAGE);
+        CHECK_RC(image_elf_note(&img, "GNU", 3, &desc, &size), TETHER_OK); /* found first */
+    }
+}
+
 static void test_crafted_wrapper(void)
 {
     static uint8_t buf[8192];
@@ -325,6 +455,14 @@ static void test_mutations(void)
             (void)image_elf_symbol(&img, "k_exec_mode", &sym);
             (void)image_elf_symbol(&img, "bss_sym", &sym);
         }
+        if (image_unwrap(copy, len, &img, &err) == TETHER_OK) {
+            struct image_elf_header h;
+            const void *desc;
+            size_t desc_size;
+
+            (void)image_elf_header(&img, &h, &err);
+            (void)image_elf_note(&img, "AMDGPU", 32, &desc, &desc_size);
+        }
         free(copy);
     }
     CHECK(accepted > 0); /* some mutations leave a valid image: the loop really decoded */
@@ -379,6 +517,12 @@ static void test_real_x86_64(const char *path)
     CHECK(image_elf_symbol(&img, "tether_test_twice", &sym));
     CHECK(sym.type == STT_FUNC);
     CHECK(!image_elf_symbol(&img, "__omp_rtl_device_environment", &sym));
+    {
+        struct image_elf_header h;
+
+        CHECK_RC(image_elf_header(&img, &h, &err), TETHER_OK); /* what a linker writes passes */
+        CHECK(h.machine == 62 && h.type == ET_DYN);
+    }
     free(bytes);
 }
 
@@ -430,6 +574,8 @@ static void test_real_nvptx(const char *path)
 int main(int argc, char **argv)
 {
     test_crafted_elf();
+    test_crafted_header();
+    test_crafted_notes();
     test_crafted_wrapper();
     test_mutations();
     if (argc > 1) {

@@ -2,8 +2,8 @@
  * test/common/test_plugin.c - the generic layer over the host backend, without libomptarget:
  * ops-table checks, lazy devices, alloc kinds, the pinned map through lock/unlock and host
  * allocations, transfers, queues and the Queue = NULL contract, events, target tables built
- * from a real image, kernel launches (argument = TgtArgs + TgtOffsets), launch geometry (LLVM 16
- * rules), error messages, device info, and many threads at once (run under TSan too).
+ * from a real image, kernel launches (argument = TgtArgs + TgtOffsets), error messages, device
+ * info, and many threads at once (run under TSan too).
  * argv[1]: the real x86_64 image (test/common/image_src.c).
  */
 #include <dlfcn.h>
@@ -44,16 +44,13 @@ static void test_ops_checks(void)
     CHECK_RC(plugin_create(&bad, &p, &err), TETHER_ERR_INVALID);
     CHECK_MSG(err.msg, "required slot launch is NULL");
     bad = fault_ops;
-    bad.queue_query = NULL;
+    bad.queue_query = NULL; /* every copy and launch goes on a queue: required */
     CHECK_RC(plugin_create(&bad, &p, &err), TETHER_ERR_INVALID);
-    CHECK_MSG(err.msg, "queue slots");
+    CHECK_MSG(err.msg, "required slot queue_query is NULL");
     bad = fault_ops;
-    bad.queue_create = NULL;
-    bad.queue_destroy = NULL;
-    bad.queue_sync = NULL;
-    bad.queue_query = NULL; /* events without queues */
+    bad.event_wait = NULL;
     CHECK_RC(plugin_create(&bad, &p, &err), TETHER_ERR_INVALID);
-    CHECK_MSG(err.msg, "event slots");
+    CHECK_MSG(err.msg, "event slots must be all set or all NULL");
     bad = fault_ops;
     bad.host_unregister = NULL;
     CHECK_RC(plugin_create(&bad, &p, &err), TETHER_ERR_INVALID);
@@ -179,6 +176,40 @@ static void test_memory(void)
     free(buf);
 }
 
+/* The device a lock or unlock names is the one whose backend pins or unpins (the pinned map hands
+ * it to its callbacks with each call); at shutdown, the first live device unpins what is left. */
+static void test_pin_device(void)
+{
+    struct tether_error err = {{0}};
+    struct plugin_device *d1 = NULL, *d2 = NULL;
+    struct plugin *p;
+    void *dev_ptr = NULL;
+    char *buf = malloc(8192);
+
+    setenv("TETHER_X86_64_DEVICES", "3", 1);
+    p = make_plugin();
+    unsetenv("TETHER_X86_64_DEVICES");
+    if (p == NULL || buf == NULL || plugin_device_get(p, 2, &d2, &err) != TETHER_OK ||
+        plugin_device_get(p, 1, &d1, &err) != TETHER_OK) {
+        CHECK(!"set-up");
+        free(buf);
+        return;
+    }
+    CHECK_RC(plugin_data_lock(d2, buf, 8192, &dev_ptr, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.register_dev), 2);
+    CHECK_RC(plugin_data_lock(d1, buf + 16, 16, &dev_ptr, &err), TETHER_OK); /* inside */
+    CHECK_RC(plugin_data_unlock(d2, buf + 16, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.unregister_dev), -1); /* a reference is left */
+    CHECK_RC(plugin_data_unlock(d1, buf, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.unregister_dev), 1);
+    CHECK_RC(plugin_data_lock(d2, buf, 4096, &dev_ptr, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.register_dev), 2);
+    plugin_destroy(p);
+    CHECK_EQ(atomic_load(&fault.unregister_dev), 1); /* the lowest live id */
+    CHECK(fault_live() == 0);
+    free(buf);
+}
+
 static void test_transfers(void)
 {
     struct tether_error err = {{0}};
@@ -199,10 +230,16 @@ static void test_transfers(void)
     }
     CHECK_RC(plugin_data_alloc(dev, 256, 3, &d, &err), TETHER_OK);
     CHECK_RC(plugin_data_alloc(dev1, 256, 0, &d1, &err), TETHER_OK);
+    /* Synchronous: the copy goes on a queue of the call's own, synchronised at its end and given
+     * back to the pool (one queue serves every synchronous call that follows). */
     CHECK_RC(plugin_data_submit(dev, d, src, 256, NULL, &err), TETHER_OK);
+    CHECK_EQ(atomic_load(&fault.syncs), 1);
+    CHECK_EQ(atomic_load(&fault.queues), 1);
     memset(dst, 0, sizeof(dst));
     CHECK_RC(plugin_data_retrieve(dev, dst, d, 256, NULL, &err), TETHER_OK);
     CHECK(memcmp(src, dst, 256) == 0);
+    CHECK_EQ(atomic_load(&fault.syncs), 2);
+    CHECK_EQ(atomic_load(&fault.queues), 1);
     CHECK_RC(plugin_data_submit(dev, d, NULL, 16, NULL, &err), TETHER_ERR_INVALID);
     CHECK_RC(plugin_data_submit(dev, d, src, -1, NULL, &err), TETHER_ERR_INVALID);
     CHECK_RC(plugin_data_submit(dev, d, src, 0, NULL, &err), TETHER_OK);
@@ -247,134 +284,6 @@ static void test_transfers(void)
     CHECK_RC(plugin_data_delete(dev1, d1, 0, &err), TETHER_OK);
     plugin_destroy(p);
     CHECK(fault_live() == 0);
-}
-
-static void test_geometry(void)
-{
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL};
-    struct tgt_kernel_args ka;
-    uint32_t teams, threads;
-
-    memset(&ka, 0, sizeof(ka));
-    ka.Version = 2;
-    /* Nothing given: default threads, default teams. */
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 128 && teams == 3200);
-    /* thread_limit in generic mode adds a warp (the main thread's). */
-    ka.ThreadLimit[0] = 64;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(threads == 96);
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 64);
-    /* Capped by the device and by the kernel. */
-    ka.ThreadLimit[0] = 5000;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 1024);
-    plugin_launch_geometry(&nv, NULL, 256, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 256);
-    /* Trip count: SPMD one iteration per thread, generic one per team, capped at default. */
-    ka.ThreadLimit[0] = 0;
-    ka.Tripcount = 1000;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 8); /* (1000 - 1) / 128 + 1 */
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(teams == 1000);
-    ka.Tripcount = 10000000;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_GENERIC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 3200);
-    /* num_teams wins, capped by the device. */
-    ka.NumTeams[0] = 7;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 7);
-    ka.NumTeams[0] = 1u << 20;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 65536);
-    /* Constructor kernels: version 1, one team of one thread. */
-    memset(&ka, 0, sizeof(ka));
-    ka.Version = 1;
-    ka.NumTeams[0] = 1;
-    ka.ThreadLimit[0] = 1;
-    plugin_launch_geometry(&nv, NULL, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 1 && threads == 1);
-}
-
-/* OMP_TEAMS_THREAD_LIMIT, OMP_TEAM_LIMIT, OMP_NUM_TEAMS: read from the environment, then applied
- * as LLVM 16's CUDA/AMDGPU plugins do. */
-static void test_geometry_env(void)
-{
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL};
-    struct plugin_launch_env env;
-    struct tgt_kernel_args ka;
-    uint32_t teams, threads;
-
-    /* Unset, empty, zero, negative and garbage all mean "not set". */
-    unsetenv("OMP_TEAMS_THREAD_LIMIT");
-    setenv("OMP_TEAM_LIMIT", "0", 1);
-    setenv("OMP_NUM_TEAMS", "-3", 1);
-    plugin_launch_env_read(&env);
-    CHECK(env.teams_thread_limit == 0 && env.team_limit == 0 && env.num_teams == 0);
-    setenv("OMP_NUM_TEAMS", "7x", 1);
-    setenv("OMP_TEAMS_THREAD_LIMIT", "", 1);
-    plugin_launch_env_read(&env);
-    CHECK(env.teams_thread_limit == 0 && env.num_teams == 0);
-
-    setenv("OMP_NUM_TEAMS", "7", 1);
-    setenv("OMP_TEAMS_THREAD_LIMIT", "64", 1);
-    unsetenv("OMP_TEAM_LIMIT");
-    plugin_launch_env_read(&env);
-    CHECK(env.num_teams == 7 && env.teams_thread_limit == 64 && env.team_limit == 0);
-    unsetenv("OMP_NUM_TEAMS");
-    unsetenv("OMP_TEAMS_THREAD_LIMIT");
-
-    /* No clauses: OMP_NUM_TEAMS teams of OMP_TEAMS_THREAD_LIMIT threads (not 3200 x 128). */
-    memset(&ka, 0, sizeof(ka));
-    ka.Version = 2;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 7 && threads == 64);
-    /* OMP_NUM_TEAMS replaces sizing by trip count, in every mode. */
-    ka.Tripcount = 1000;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 7 && threads == 64);
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(teams == 7 && threads == 64);
-    /* A num_teams clause wins over OMP_NUM_TEAMS; OMP_TEAMS_THREAD_LIMIT caps thread_limit
-     * clauses (generic mode's extra warp included) and the kernel's own limit still applies. */
-    ka.NumTeams[0] = 100;
-    ka.ThreadLimit[0] = 256;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 100 && threads == 64);
-    ka.ThreadLimit[0] = 48;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(threads == 64); /* 48 + 32, capped */
-    plugin_launch_geometry(&nv, &env, 32, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(threads == 32);
-
-    /* OMP_TEAM_LIMIT caps num_teams clauses, OMP_NUM_TEAMS and trip-count sizing. */
-    memset(&env, 0, sizeof(env));
-    env.team_limit = 10;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 10 && threads == 48);
-    ka.NumTeams[0] = 0;
-    ka.ThreadLimit[0] = 0;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(teams == 10 && threads == 128);
-    ka.Tripcount = 0;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 10);
-    env.num_teams = 50;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 10);
-    /* A limit above the device's changes nothing. */
-    env.team_limit = 1u << 30;
-    env.teams_thread_limit = 1u << 30;
-    env.num_teams = 0;
-    ka.Tripcount = 10000000;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_GENERIC, &ka, &teams, &threads);
-    CHECK(teams == 3200 && threads == 128);
-    ka.NumTeams[0] = 1u << 20;
-    ka.ThreadLimit[0] = 5000;
-    plugin_launch_geometry(&nv, &env, 0, PLUGIN_EXEC_SPMD, &ka, &teams, &threads);
-    CHECK(teams == 65536 && threads == 1024);
 }
 
 static void test_image_load(const char *path)
@@ -735,9 +644,8 @@ int main(int argc, char **argv)
     test_ops_checks();
     test_devices();
     test_memory();
+    test_pin_device();
     test_transfers();
-    test_geometry();
-    test_geometry_env();
     test_messages();
     test_threads(false);
     test_threads(true);

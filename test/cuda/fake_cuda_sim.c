@@ -8,8 +8,9 @@
  * CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, unregistering anything but a base ->
  * CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.
  *
- * Counters are exported as `fake_cuda_sim_stats` for the test to read through dlsym.  Linked with
- * fake_cuda_stubs.c (every other entry point returns CUDA_ERROR_NOT_SUPPORTED).
+ * Counters (fake_cuda_sim.h) are exported as `fake_cuda_sim_stats` for the test to read through
+ * dlsym: every entry point this file defines counts itself in `calls`, some also by name.  Linked
+ * with fake_cuda_stubs.c (every other entry point returns CUDA_ERROR_NOT_SUPPORTED).
  *
  * Contexts, as the real driver keeps them: each device has one primary context
  * (cuDevicePrimaryCtxRetain/Release count its references), each thread a current context
@@ -47,19 +48,10 @@
 #include <string.h>
 
 #include "cuda_driver.h"
+#include "fake_cuda_sim.h"
 
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wmissing-prototypes"
-
-struct fake_cuda_sim_stats {
-    int inits, ctx_retains, ctx_releases, ctx_set_current;
-    int registers, unregisters, register_failures;
-    int allocs, frees, host_allocs, host_frees, managed_allocs;
-    int h2d, d2h, d2d, launches, modules_loaded, modules_unloaded;
-    int streams_created, streams_destroyed, events_created, events_destroyed;
-    unsigned last_grid, last_block, last_shared, primary_flags;
-    size_t stack_limit, heap_limit;
-};
 
 __attribute__((visibility("default"))) struct fake_cuda_sim_stats fake_cuda_sim_stats;
 
@@ -183,18 +175,21 @@ static int sim_untrack(void *base)
 
 CUresult cuInit(unsigned int flags)
 {
+    COUNT(calls);
     COUNT(inits);
     return CUDA_SUCCESS;
 }
 
 CUresult cuDriverGetVersion(int *version)
 {
+    COUNT(calls);
     *version = 13000;
     return CUDA_SUCCESS;
 }
 
 CUresult cuGetErrorName(CUresult error, const char **str)
 {
+    COUNT(calls);
     *str = error == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED ? "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"
            : error == CUDA_ERROR_ILLEGAL_ADDRESS          ? "CUDA_ERROR_ILLEGAL_ADDRESS"
                                                           : "CUDA_ERROR_SIM";
@@ -203,18 +198,21 @@ CUresult cuGetErrorName(CUresult error, const char **str)
 
 CUresult cuGetErrorString(CUresult error, const char **str)
 {
+    COUNT(calls);
     *str = "simulated driver";
     return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGetCount(int *count)
 {
+    COUNT(calls);
     *count = sim_devices();
     return CUDA_SUCCESS;
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
+    COUNT(calls);
     if (ordinal < 0 || ordinal >= sim_devices()) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
@@ -224,6 +222,7 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal)
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
+    COUNT(calls);
     strncpy(name, "Simulated GPU", (size_t)len);
     name[len - 1] = '\0';
     return CUDA_SUCCESS;
@@ -247,6 +246,7 @@ static CUresult sim_pci_attribute(CUdevice_attribute attrib, int *value)
 
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
 {
+    COUNT(calls);
     switch (attrib) {
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
@@ -286,12 +286,14 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice de
 
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
+    COUNT(calls);
     *bytes = (size_t)80 << 30;
     return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
+    COUNT(calls);
     if (dev < 0 || dev >= sim_devices()) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
@@ -304,12 +306,14 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
 
 CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
+    COUNT(calls);
     fake_cuda_sim_stats.primary_flags = flags;
     return CUDA_SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
+    COUNT(calls);
     if (dev < 0 || dev >= sim_devices()) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
@@ -325,6 +329,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
+    COUNT(calls);
     CUresult res = CUDA_SUCCESS;
 
     if (dev < 0 || dev >= sim_devices()) {
@@ -343,6 +348,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
+    COUNT(calls);
     COUNT(ctx_set_current);
     if (ctx != NULL && (ctx < &sim_ctx[0] || ctx >= &sim_ctx[sim_devices()])) {
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -363,6 +369,7 @@ CUresult cuCtxGetCurrent(CUcontext *ctx)
 
 CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 {
+    COUNT(calls);
     if (value > FAKE_LIMIT_MAX) {
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -376,6 +383,7 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 
 CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 {
+    COUNT(calls);
     if (limit == CU_LIMIT_STACK_SIZE) {
         *value = fake_cuda_sim_stats.stack_limit ? fake_cuda_sim_stats.stack_limit : 1024;
     } else if (limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
@@ -388,6 +396,7 @@ CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
+    COUNT(calls);
     int dev = sim_current_device();
 
     if (dev < 0) {
@@ -406,6 +415,7 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 
 CUresult cuStreamDestroy_v2(CUstream stream)
 {
+    COUNT(calls);
     COUNT(streams_destroyed);
     DEVICE_ADD(stream->device, streams_live, -1);
     free(stream);
@@ -419,6 +429,8 @@ CUresult cuStreamSynchronize(CUstream stream)
     const char *fault = getenv("FAKE_CUDA_SIM_FAULT");
     int launched;
 
+    COUNT(calls);
+    COUNT(stream_syncs);
     pthread_mutex_lock(&sim_lock);
     launched = fake_cuda_sim_stats.launches;
     pthread_mutex_unlock(&sim_lock);
@@ -430,16 +442,21 @@ CUresult cuStreamSynchronize(CUstream stream)
 
 CUresult cuStreamQuery(CUstream stream)
 {
+    COUNT(calls);
+    COUNT(stream_queries);
     return CUDA_SUCCESS;
 }
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
 {
+    COUNT(calls);
+    COUNT(stream_waits);
     return CUDA_SUCCESS;
 }
 
 CUresult cuEventCreate(CUevent *event, unsigned int flags)
 {
+    COUNT(calls);
     int dev = sim_current_device();
 
     if (dev < 0) {
@@ -458,6 +475,7 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags)
 
 CUresult cuEventDestroy_v2(CUevent event)
 {
+    COUNT(calls);
     COUNT(events_destroyed);
     DEVICE_ADD(event->device, events_live, -1);
     free(event);
@@ -466,16 +484,21 @@ CUresult cuEventDestroy_v2(CUevent event)
 
 CUresult cuEventRecord(CUevent event, CUstream stream)
 {
+    COUNT(calls);
+    COUNT(event_records);
     return CUDA_SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent event)
 {
+    COUNT(calls);
+    COUNT(event_syncs);
     return CUDA_SUCCESS;
 }
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 {
+    COUNT(calls);
     *free_bytes = *total_bytes = (size_t)80 << 30;
     return CUDA_SUCCESS;
 }
@@ -517,6 +540,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
     int dev;
     void *p = sim_alloc_tracked(256, bytes, 2 /* CU_MEMORYTYPE_DEVICE */, &dev, &res);
 
+    COUNT(calls);
     if (p == NULL) {
         return res;
     }
@@ -529,6 +553,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
+    COUNT(calls);
     int dev = sim_untrack((void *)(uintptr_t)dptr);
 
     COUNT(frees);
@@ -541,6 +566,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags)
 {
+    COUNT(calls);
     CUresult res;
     int dev;
 
@@ -556,6 +582,7 @@ CUresult cuMemHostAlloc(void **ptr, size_t bytes, unsigned int flags)
 
 CUresult cuMemFreeHost(void *ptr)
 {
+    COUNT(calls);
     int dev = sim_untrack(ptr);
 
     COUNT(host_frees);
@@ -574,6 +601,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
     int dev;
     void *p = sim_alloc_tracked(4096, bytes, 2 /* CU_MEMORYTYPE_DEVICE */, &dev, &res);
 
+    COUNT(calls);
     if (p == NULL) {
         return res;
     }
@@ -589,6 +617,7 @@ CUresult cuMemHostRegister_v2(void *ptr, size_t bytes, unsigned int flags)
     char *p = ptr;
     CUresult res = CUDA_ERROR_OUT_OF_MEMORY;
 
+    COUNT(calls);
     pthread_mutex_lock(&sim_lock);
     for (int i = 0; i < MAX_REGISTERED; i++) {
         if (registered[i].base != NULL && p < registered[i].base + registered[i].size &&
@@ -618,6 +647,7 @@ CUresult cuMemHostUnregister(void *ptr)
 {
     CUresult res = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 
+    COUNT(calls);
     pthread_mutex_lock(&sim_lock);
     for (int i = 0; i < MAX_REGISTERED; i++) {
         if (registered[i].base == ptr) {
@@ -633,6 +663,7 @@ CUresult cuMemHostUnregister(void *ptr)
 
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr, unsigned int flags)
 {
+    COUNT(calls);
     *dptr = (CUdeviceptr)(uintptr_t)ptr; /* unified addressing */
     return CUDA_SUCCESS;
 }
@@ -641,6 +672,8 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dptr, void *ptr, unsigned int
  * not the driver's (pageable), as the real driver answers for malloc'ed memory. */
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attrib, CUdeviceptr ptr)
 {
+    COUNT(calls);
+    COUNT(pointer_queries);
     const char *p = (const char *)(uintptr_t)ptr;
     CUresult res = CUDA_ERROR_INVALID_VALUE;
 
@@ -668,6 +701,7 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attrib, CUdevicep
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream)
 {
+    COUNT(calls);
     COUNT(h2d);
     memcpy((void *)(uintptr_t)dst, src, bytes);
     return CUDA_SUCCESS;
@@ -675,6 +709,7 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CU
 
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
+    COUNT(calls);
     COUNT(d2h);
     memcpy(dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
@@ -682,6 +717,7 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream)
 {
+    COUNT(calls);
     COUNT(d2d);
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
@@ -742,6 +778,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
     struct CUmod_st *mod;
     int dev = sim_current_device();
 
+    COUNT(calls);
     if (dev < 0) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
@@ -766,6 +803,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
 
 CUresult cuModuleUnload(CUmodule module)
 {
+    COUNT(calls);
     COUNT(modules_unloaded);
     for (size_t g = 0; g < SIM_GLOBALS; g++) {
         free(module->global[g]);
@@ -780,6 +818,7 @@ CUresult cuModuleUnload(CUmodule module)
 
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module, const char *name)
 {
+    COUNT(calls);
     for (size_t g = 0; g < SIM_GLOBALS; g++) {
         if (module->global[g] != NULL && strcmp(name, sim_globals[g]) == 0) {
             *dptr = (CUdeviceptr)(uintptr_t)module->global[g];
@@ -792,6 +831,7 @@ CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
 
 CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
 {
+    COUNT(calls);
     for (size_t f = 0; f < module->nfuncs; f++) {
         if (strcmp(module->funcs[f], name) == 0) {
             *func = (CUfunction)(uintptr_t)0x1000;
@@ -803,6 +843,7 @@ CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name
 
 CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attrib, CUfunction func)
 {
+    COUNT(calls);
     *value = attrib == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
     return CUDA_SUCCESS;
 }
@@ -811,6 +852,7 @@ CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attrib, CUfunction 
  * 12.4, which lack the entry point). */
 CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset, size_t *size)
 {
+    COUNT(calls);
     (void)func;
     const char *env = getenv("FAKE_CUDA_SIM_PARAMS");
     if (env == NULL)
@@ -827,6 +869,7 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int grid_x, unsigned int grid_
                         unsigned int block_z, unsigned int shared_bytes, CUstream stream,
                         void **params, void **extra)
 {
+    COUNT(calls);
     int dev = sim_current_device();
 
     if (dev < 0) {

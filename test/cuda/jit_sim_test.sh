@@ -22,7 +22,7 @@ out=$(LIBOMPTARGET_INFO=16 run "$prog")
 rc=$?
 printf '%s\n' "$out"
 [ $rc -eq 0 ] || { echo "jit_sim_test.sh: default: exit $rc"; fail=1; }
-expect default "$out" "test_jit_sim: ok"
+expect default "$out" "test_jit_sim: PASS"
 expect default "$out" "JIT-compiled for sm_90 in "
 expect default "$out" " ms at -O3 (LLVM "
 expect default "$out" "in Generic-SPMD mode"

@@ -23,26 +23,7 @@
 #include <string.h>
 
 #include "cuda_driver.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STATUS(expr, want)                                                                   \
-    do {                                                                                           \
-        tether_status_t got_ = (expr);                                                             \
-        if (got_ != (want)) {                                                                      \
-            fprintf(stderr, "%s:%d: %s = %d (%s), want %d (%s)\n", __FILE__, __LINE__, #expr,      \
-                    got_, tether_status_str(got_), (want), tether_status_str(want));               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "tcheck.h"
 
 /* The recorder standing in for common's plugin_log(). */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -74,15 +55,15 @@ static void test_missing(void)
     struct cuda_driver *drv = SENTINEL;
     struct tether_error err = {{0}};
 
-    CHECK_STATUS(cuda_driver_open("libtether-test-no-such-cuda.so.1", &drv, &err),
-                 TETHER_ERR_NO_DRIVER);
+    CHECK_RC(cuda_driver_open("libtether-test-no-such-cuda.so.1", &drv, &err),
+             TETHER_ERR_NO_DRIVER);
     CHECK(drv == SENTINEL);
     CHECK(strstr(err.msg, "libtether-test-no-such-cuda.so.1") != NULL);
     printf("missing: %s\n", err.msg);
     /* err may be NULL. */
-    CHECK_STATUS(cuda_driver_open("libtether-test-no-such-cuda.so.1", &drv, NULL),
-                 TETHER_ERR_NO_DRIVER);
-    CHECK_STATUS(cuda_driver_open(NULL, NULL, &err), TETHER_ERR_INVALID);
+    CHECK_RC(cuda_driver_open("libtether-test-no-such-cuda.so.1", &drv, NULL),
+             TETHER_ERR_NO_DRIVER);
+    CHECK_RC(cuda_driver_open(NULL, NULL, &err), TETHER_ERR_INVALID);
     cuda_driver_close(NULL);
 }
 
@@ -98,12 +79,12 @@ static void test_default(void)
     status = cuda_driver_open(NULL, &drv, &err);
     if (probe == NULL) {
         /* This machine has no CUDA driver (CI): a clean "no driver". */
-        CHECK_STATUS(status, TETHER_ERR_NO_DRIVER);
+        CHECK_RC(status, TETHER_ERR_NO_DRIVER);
         CHECK(drv == SENTINEL);
         CHECK(strstr(err.msg, "libcuda.so.1") != NULL);
         printf("default: no CUDA driver here: %s\n", err.msg);
     } else {
-        CHECK_STATUS(status, TETHER_OK);
+        CHECK_RC(status, TETHER_OK);
         CHECK(drv != SENTINEL && drv != NULL);
         if (status == TETHER_OK) {
             int version = 0;
@@ -122,7 +103,7 @@ static void test_default_fake(void)
     struct tether_error err = {{0}};
     int count = 0;
 
-    CHECK_STATUS(cuda_driver_open(NULL, &drv, &err), TETHER_OK);
+    CHECK_RC(cuda_driver_open(NULL, &drv, &err), TETHER_OK);
     if (drv == NULL)
         return;
     CHECK(strcmp(drv->library, "libcuda.so.1") == 0);
@@ -139,7 +120,7 @@ static void test_full(const char *lib)
     CUuuid uuid;
     int count = 0;
 
-    CHECK_STATUS(cuda_driver_open(lib, &drv, &err), TETHER_OK);
+    CHECK_RC(cuda_driver_open(lib, &drv, &err), TETHER_OK);
     if (drv == NULL) {
         fprintf(stderr, "open failed: %s\n", err.msg);
         return;
@@ -167,12 +148,12 @@ static void test_full(const char *lib)
     /* The converter. */
     memset(&err, 0, sizeof(err));
     log_count = 0;
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_SUCCESS, "cuInit", &err), TETHER_OK);
+    CHECK_RC(cuda_driver_check(drv, CUDA_SUCCESS, "cuInit", &err), TETHER_OK);
     CHECK(err.msg[0] == '\0');
     CHECK(log_count == 0);
     drv->plugin = (const struct plugin *)(uintptr_t)0x9119;
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc_v2", &err),
-                 TETHER_ERR_NO_MEMORY);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc_v2", &err),
+             TETHER_ERR_NO_MEMORY);
     CHECK(strcmp(err.msg, "cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY: out of memory (fake driver)") ==
           0);
     /* Logged once, at debug level, in the driver's own words, with the owner's prefix. */
@@ -181,33 +162,29 @@ static void test_full(const char *lib)
     CHECK(log_last_plugin == drv->plugin);
     CHECK(strcmp(log_last, err.msg) == 0);
     drv->plugin = NULL;
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_INVALID_VALUE, "x", &err), TETHER_ERR_INVALID);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_NO_DEVICE, "x", &err), TETHER_ERR_NO_DEVICE);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_INVALID_DEVICE, "x", &err),
-                 TETHER_ERR_NO_DEVICE);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_INVALID_IMAGE, "x", &err), TETHER_ERR_BAD_IMAGE);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_NO_BINARY_FOR_GPU, "x", &err),
-                 TETHER_ERR_BAD_IMAGE);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_NOT_READY, "x", &err), TETHER_ERR_NOT_READY);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_NOT_SUPPORTED, "x", &err),
-                 TETHER_ERR_UNSUPPORTED);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_NOT_FOUND, "x", &err), TETHER_ERR_NOT_FOUND);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "x", &err),
-                 TETHER_ERR_DRIVER);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_INVALID_VALUE, "x", &err), TETHER_ERR_INVALID);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_NO_DEVICE, "x", &err), TETHER_ERR_NO_DEVICE);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_INVALID_DEVICE, "x", &err), TETHER_ERR_NO_DEVICE);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_INVALID_IMAGE, "x", &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_NO_BINARY_FOR_GPU, "x", &err), TETHER_ERR_BAD_IMAGE);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_NOT_READY, "x", &err), TETHER_ERR_NOT_READY);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_NOT_SUPPORTED, "x", &err), TETHER_ERR_UNSUPPORTED);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_NOT_FOUND, "x", &err), TETHER_ERR_NOT_FOUND);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "x", &err),
+             TETHER_ERR_DRIVER);
     CHECK(strstr(err.msg, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED") != NULL);
     /* A code the driver does not know: its number, and a stand-in text. */
-    CHECK_STATUS(cuda_driver_check(drv, 12345, "cuFoo", &err), TETHER_ERR_DRIVER);
+    CHECK_RC(cuda_driver_check(drv, 12345, "cuFoo", &err), TETHER_ERR_DRIVER);
     CHECK(strcmp(err.msg, "cuFoo: CUresult 12345: no description from the driver") == 0);
-    CHECK_STATUS(cuda_driver_check(drv, CUDA_ERROR_OUT_OF_MEMORY, "x", NULL), TETHER_ERR_NO_MEMORY);
-    CHECK_STATUS(cuda_driver_check(NULL, CUDA_ERROR_OUT_OF_MEMORY, "x", &err),
-                 TETHER_ERR_NO_MEMORY);
+    CHECK_RC(cuda_driver_check(drv, CUDA_ERROR_OUT_OF_MEMORY, "x", NULL), TETHER_ERR_NO_MEMORY);
+    CHECK_RC(cuda_driver_check(NULL, CUDA_ERROR_OUT_OF_MEMORY, "x", &err), TETHER_ERR_NO_MEMORY);
     CHECK(strcmp(err.msg, "x: CUresult 2: no description from the driver") == 0);
 
     /* CUDA_CALL names the resolved symbol. */
-    CHECK_STATUS(CUDA_CALL(drv, &err, cuStreamDestroy, NULL), TETHER_ERR_UNSUPPORTED);
+    CHECK_RC(CUDA_CALL(drv, &err, cuStreamDestroy, NULL), TETHER_ERR_UNSUPPORTED);
     CHECK(strcmp(err.msg, "cuStreamDestroy_v2: CUDA_ERROR_NOT_SUPPORTED: not supported (fake "
                           "driver)") == 0);
-    CHECK_STATUS(CUDA_CALL(drv, &err, cuMemAlloc, &dptr, 32), TETHER_OK);
+    CHECK_RC(CUDA_CALL(drv, &err, cuMemAlloc, &dptr, 32), TETHER_OK);
     CHECK(dptr == 0xC0DA0000u + 32);
 
     cuda_driver_close(drv);
@@ -218,7 +195,7 @@ static void test_fails_naming(const char *lib, const char *symbol)
     struct cuda_driver *drv = SENTINEL;
     struct tether_error err = {{0}};
 
-    CHECK_STATUS(cuda_driver_open(lib, &drv, &err), TETHER_ERR_DRIVER);
+    CHECK_RC(cuda_driver_open(lib, &drv, &err), TETHER_ERR_DRIVER);
     CHECK(drv == SENTINEL);
     CHECK(strstr(err.msg, symbol) != NULL);
     printf("%s: %s\n", lib, err.msg);
@@ -230,7 +207,7 @@ static void test_no_opt(const char *lib)
     struct tether_error err = {{0}};
     int count = 0;
 
-    CHECK_STATUS(cuda_driver_open(lib, &drv, &err), TETHER_OK);
+    CHECK_RC(cuda_driver_open(lib, &drv, &err), TETHER_OK);
     if (drv == NULL)
         return;
     CHECK(drv->cuDeviceGetUuid == NULL);
@@ -272,7 +249,7 @@ static void test_threads(const char *lib)
     struct cuda_driver *drv = NULL;
     struct tether_error err;
 
-    CHECK_STATUS(cuda_driver_open(lib, &drv, &err), TETHER_OK);
+    CHECK_RC(cuda_driver_open(lib, &drv, &err), TETHER_OK);
     if (drv == NULL)
         return;
     for (int i = 0; i < 8; i++) {
@@ -312,10 +289,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s MODE [LIBRARY]\n", argv[0]);
         return 2;
     }
-    if (failures != 0) {
-        fprintf(stderr, "%s: %d check(s) failed\n", mode, failures);
-        return 1;
-    }
-    printf("%s: ok\n", mode);
-    return 0;
+    return tcheck_exit(mode);
 }

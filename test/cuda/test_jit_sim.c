@@ -10,25 +10,8 @@
 #include <omp.h>
 #include <stdio.h>
 
-/* The first fields of fake_cuda_sim.c's counters (its layout only grows at the end). */
-struct fake_cuda_sim_stats {
-    int inits, ctx_retains, ctx_releases, ctx_set_current;
-    int registers, unregisters, register_failures;
-    int allocs, frees, host_allocs, host_frees, managed_allocs;
-    int h2d, d2h, d2d, launches, modules_loaded, modules_unloaded;
-    int streams_created, streams_destroyed, events_created, events_destroyed;
-    unsigned last_grid, last_block, last_shared, primary_flags;
-};
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "fake_cuda_sim.h"
+#include "tcheck.h"
 
 int main(void)
 {
@@ -71,10 +54,6 @@ int main(void)
         CHECK(*links == 1 && st->modules_loaded == 1);
     }
 
-    if (failures != 0) {
-        fprintf(stderr, "test_jit_sim: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_jit_sim: ok (%d launches on the simulated GPU, %d link)\n", st->launches, *links);
-    return 0;
+    printf("test_jit_sim: %d launches on the simulated GPU, %d link\n", st->launches, *links);
+    return tcheck_exit("test_jit_sim");
 }

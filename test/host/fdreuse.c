@@ -17,19 +17,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "tcheck.h"
+
 #pragma omp declare target
 int value = 7;
 #pragma omp end declare target
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fdreuse: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* Set the device's copy of `value` to v; returns what it held before. */
 static int swap_value(int dev, int v)
@@ -163,11 +155,6 @@ int main(void)
     CHECK(before == 100);
     CHECK(read_value(1) == 200);
     CHECK(read_value(0) == 101);
-    if (failures != 0) {
-        fprintf(stderr, "host_fdreuse: FAIL (%d)\n", failures);
-        return 1;
-    }
-    printf("host_fdreuse: PASS (3 devices, each with its own image after fd %d was reused)\n",
-           image_fd);
-    return 0;
+    printf("host_fdreuse: 3 devices, each with its own image after fd %d was reused\n", image_fd);
+    return tcheck_exit("host_fdreuse");
 }

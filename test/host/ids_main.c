@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tcheck.h"
 #include "tether/tether.h"
 
 /* 1 when a region ran off the host on dev and saw its data. */
@@ -36,17 +37,6 @@ static int plain_run(int dev)
     }
     return off_host;
 }
-
-static int failed, ran;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        ran++;                                                                                     \
-        if (!(cond)) {                                                                             \
-            failed++;                                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-        }                                                                                          \
-    } while (0)
 
 static long pinned(int dev)
 {
@@ -113,10 +103,5 @@ int main(void)
     llvm_omp_target_unlock_mem(buf, xb + 2);
     CHECK(pinned(xb + 2) == 0);
     free(buf);
-    if (failed != 0 || ran == 0) {
-        fprintf(stderr, "host_ids: FAIL (%d of %d checks failed)\n", failed, ran);
-        return 1;
-    }
-    printf("host_ids: PASS (%d checks)\n", ran);
-    return 0;
+    return tcheck_exit("host_ids");
 }

@@ -58,18 +58,19 @@ static double now(void)
 }
 
 /* A backend that pins nothing: the map's own cost only. */
-static tether_status_t noop_pin(void *ctx, void *ptr, size_t size, void **dev_ptr_p,
+static tether_status_t noop_pin(void *ctx, void *call_ctx, void *ptr, size_t size, void **dev_ptr_p,
                                 bool *external_p, struct tether_error *err)
 {
-    (void)ctx, (void)size, (void)err;
+    (void)ctx, (void)call_ctx, (void)size, (void)err;
     *dev_ptr_p = (void *)((uintptr_t)ptr + DEV_OFFSET);
     *external_p = false;
     return TETHER_OK;
 }
 
-static tether_status_t noop_unpin(void *ctx, void *base, size_t size, struct tether_error *err)
+static tether_status_t noop_unpin(void *ctx, void *call_ctx, void *base, size_t size,
+                                  struct tether_error *err)
 {
-    (void)ctx, (void)base, (void)size, (void)err;
+    (void)ctx, (void)call_ctx, (void)base, (void)size, (void)err;
     return TETHER_OK;
 }
 
@@ -115,7 +116,7 @@ static int build(struct world *w, size_t n)
         void *dev;
         struct tether_error err;
         if (pinned_map_lock(w->map, (void *)w->ranges[i].start,
-                            w->ranges[i].end - w->ranges[i].start, &dev, &err) != TETHER_OK) {
+                            w->ranges[i].end - w->ranges[i].start, NULL, &dev, &err) != TETHER_OK) {
             fprintf(stderr, "bench: %s\n", err.msg);
             return -1;
         }
@@ -144,7 +145,7 @@ static int build(struct world *w, size_t n)
 
 static void unbuild(struct world *w)
 {
-    pinned_map_destroy(w->map);
+    pinned_map_destroy(w->map, NULL);
     rwlock_tree_fini(&w->tree);
     sorted_array_fini(&w->array);
     free(w->ranges);
@@ -265,8 +266,8 @@ static void *run_writer(void *p)
     while (!atomic_load_explicit(wr->stop, memory_order_relaxed)) {
         if (wr->impl == IMPL_MAP) {
             void *dev;
-            if (pinned_map_lock(w->map, (void *)r.start, r.end - r.start, &dev, NULL) ||
-                pinned_map_unlock(w->map, (void *)r.start, NULL))
+            if (pinned_map_lock(w->map, (void *)r.start, r.end - r.start, NULL, &dev, NULL) ||
+                pinned_map_unlock(w->map, (void *)r.start, NULL, NULL))
                 abort();
         } else {
             if (!rwlock_tree_insert(&w->tree, &r))
@@ -332,8 +333,8 @@ static void bench_lock_unlock(struct world *w)
         if (!q->want)
             continue;
         void *dev;
-        if (pinned_map_lock(w->map, (void *)q->p, q->size, &dev, NULL) != TETHER_OK ||
-            pinned_map_unlock(w->map, (void *)q->p, NULL) != TETHER_OK)
+        if (pinned_map_lock(w->map, (void *)q->p, q->size, NULL, &dev, NULL) != TETHER_OK ||
+            pinned_map_unlock(w->map, (void *)q->p, NULL, NULL) != TETHER_OK)
             abort();
     }
     double t_map = now() - t0;

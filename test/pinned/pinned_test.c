@@ -1,42 +1,23 @@
-/* pinned_test.c - the fake driver and check helpers of pinned_test.h. */
+/* pinned_test.c - the fake driver of pinned_test.h. */
 #include "pinned_test.h"
 
-#include <stdarg.h>
-
-atomic_int test_failures;
-
-bool test_msg_has(const char *msg, ...)
+/* A callback's call_ctx: remembered; when not NULL, the range it names must hold [s, e). */
+static void fake_note_call_ctx(struct fake_driver *drv, void *call_ctx, uintptr_t s, uintptr_t e)
 {
-    va_list ap;
-    bool ok = true;
-    va_start(ap, msg);
-    for (const char *frag = va_arg(ap, const char *); frag; frag = va_arg(ap, const char *)) {
-        if (!strstr(msg, frag)) {
-            fprintf(stderr, "message \"%s\" lacks \"%s\"\n", msg, frag);
-            ok = false;
-        }
-    }
-    va_end(ap);
-    return ok;
+    const struct fake_range *want = call_ctx;
+
+    atomic_store(&drv->last_call_ctx, call_ctx);
+    if (want != NULL && !(want->start <= s && e <= want->end))
+        atomic_fetch_add(&drv->call_ctx_errors, 1);
 }
 
-int test_report(const char *name)
-{
-    int failures = atomic_load(&test_failures);
-    if (failures) {
-        printf("%s: FAILED (%d checks)\n", name, failures);
-        return 1;
-    }
-    printf("%s: passed\n", name);
-    return 0;
-}
-
-static tether_status_t fake_pin(void *ctx, void *ptr, size_t size, void **dev_ptr_p,
+static tether_status_t fake_pin(void *ctx, void *call_ctx, void *ptr, size_t size, void **dev_ptr_p,
                                 bool *external_p, struct tether_error *err)
 {
     struct fake_driver *drv = ctx;
     uintptr_t s = (uintptr_t)ptr, e = s + size;
     long call = atomic_fetch_add(&drv->pin_calls, 1) + 1;
+    fake_note_call_ctx(drv, call_ctx, s, e);
     long every = atomic_load(&drv->fail_pin_every);
     atomic_fetch_add(&drv->in_flight, 1);
 
@@ -88,10 +69,12 @@ out:
     return status;
 }
 
-static tether_status_t fake_unpin(void *ctx, void *base, size_t size, struct tether_error *err)
+static tether_status_t fake_unpin(void *ctx, void *call_ctx, void *base, size_t size,
+                                  struct tether_error *err)
 {
     struct fake_driver *drv = ctx;
     uintptr_t s = (uintptr_t)base;
+    fake_note_call_ctx(drv, call_ctx, s, s + size);
     atomic_fetch_add(&drv->unpin_calls, 1);
     atomic_fetch_add(&drv->in_flight, 1);
     if (drv->unpin_hook)

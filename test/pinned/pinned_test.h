@@ -1,5 +1,9 @@
 /*
- * pinned_test.h - helpers shared by the pinned-map tests: CHECK macros and a fake driver.
+ * pinned_test.h - helpers shared by the pinned-map tests: a fake driver (checks: tcheck.h).
+ *
+ * The callbacks' call_ctx, when not NULL, is a struct fake_range that the range pinned or unpinned
+ * must lie in (a test passes the range a caller works on); the fake counts the calls where it
+ * does not in call_ctx_errors, which every test expects to stay 0, and keeps the last call_ctx.
  *
  * The fake driver behaves like cuMemHostRegister/Unregister: pinning a range that overlaps one it
  * already pinned fails ("already registered"), unpinning needs the exact base and size.  Those
@@ -18,36 +22,9 @@
 #include <string.h>
 
 #include "pinned_map.h"
+#include "tcheck.h"
 
 #define FAKE_DEV_OFFSET ((uintptr_t)1 << 44)
-
-extern atomic_int test_failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            atomic_fetch_add(&test_failures, 1);                                                   \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
-        if (a_ != b_) {                                                                            \
-            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld != %lld)\n", __FILE__, __LINE__,  \
-                    #a, #b, a_, b_);                                                               \
-            atomic_fetch_add(&test_failures, 1);                                                   \
-        }                                                                                          \
-    } while (0)
-
-/* msg contains every one of the NULL-terminated fragments. */
-#define CHECK_MSG(msg, ...) CHECK(test_msg_has((msg), __VA_ARGS__, (const char *)NULL))
-
-bool test_msg_has(const char *msg, ...);
-
-/* Print the result and return the process exit status. */
-int test_report(const char *name);
 
 struct fake_range {
     uintptr_t start;
@@ -64,9 +41,11 @@ struct fake_driver {
 
     atomic_long pin_calls;
     atomic_long unpin_calls;
-    atomic_long pins_ok;       /* successful pins that did not report external */
-    atomic_long driver_errors; /* requests a real driver would reject: must stay 0 */
-    atomic_long in_flight;     /* pin/unpin calls running now */
+    atomic_long pins_ok;         /* successful pins that did not report external */
+    atomic_long driver_errors;   /* requests a real driver would reject: must stay 0 */
+    atomic_long in_flight;       /* pin/unpin calls running now */
+    atomic_long call_ctx_errors; /* a callback whose call_ctx names a range not holding its own */
+    void *_Atomic last_call_ctx; /* call_ctx of the last pin or unpin */
 
     atomic_long fail_pin_at;    /* fail the Nth pin call (1-based); 0: never */
     atomic_long fail_pin_every; /* fail every Nth pin call; 0: never */

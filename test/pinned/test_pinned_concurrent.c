@@ -78,11 +78,11 @@ static void *race_thread(void *p)
     struct race_arg *a = p;
     void *dev = NULL;
     pthread_barrier_wait(a->barrier);
-    a->lock_status = pinned_map_lock(a->map, (void *)R, 64 * K, &dev, NULL);
+    a->lock_status = pinned_map_lock(a->map, (void *)R, 64 * K, NULL, &dev, NULL);
     a->dev = (uintptr_t)dev;
     pthread_barrier_wait(a->barrier); /* main checks the state here */
     pthread_barrier_wait(a->barrier);
-    a->unlock_status = pinned_map_unlock(a->map, (void *)(R + 100), NULL);
+    a->unlock_status = pinned_map_unlock(a->map, (void *)(R + 100), NULL, NULL);
     return NULL;
 }
 
@@ -119,7 +119,7 @@ static void test_race(void)
         CHECK_EQ(pinned_map_count(map), 0);
         pthread_barrier_destroy(&barrier);
     }
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     fake_fini(&drv);
 }
@@ -148,7 +148,7 @@ static void *lock_thread(void *p)
 {
     struct lock_arg *a = p;
     void *dev;
-    a->status = pinned_map_lock(a->map, (void *)a->ptr, a->size, &dev, NULL);
+    a->status = pinned_map_lock(a->map, (void *)a->ptr, a->size, NULL, &dev, NULL);
     atomic_store(&a->done, 1);
     return NULL;
 }
@@ -156,7 +156,7 @@ static void *lock_thread(void *p)
 static void *unlock_thread(void *p)
 {
     struct lock_arg *a = p;
-    a->status = pinned_map_unlock(a->map, (void *)a->ptr, NULL);
+    a->status = pinned_map_unlock(a->map, (void *)a->ptr, NULL, NULL);
     atomic_store(&a->done, 1);
     return NULL;
 }
@@ -169,7 +169,7 @@ static void test_pin_does_not_block(void)
     fake_init(&drv);
     drv.pin_hook = stall_hook;
     CHECK_EQ(pinned_map_create(&fake_ops, &drv, &map), TETHER_OK);
-    CHECK_EQ(pinned_map_lock(map, (void *)R, 16 * K, &dev, NULL), TETHER_OK);
+    CHECK_EQ(pinned_map_lock(map, (void *)R, 16 * K, NULL, &dev, NULL), TETHER_OK);
 
     atomic_store(&release_flag, 0);
     atomic_store(&stall_ptr, R + 64 * K);
@@ -183,11 +183,11 @@ static void test_pin_does_not_block(void)
     CHECK(!pinned_map_lookup(map, (void *)(R + 64 * K), 1, NULL)); /* pending: not pinned */
     CHECK_EQ(pinned_map_count(map), 1);
     CHECK_EQ(pinned_map_snapshot(map, NULL, 0), 1);
-    CHECK_EQ(pinned_map_lock(map, (void *)(R + K), K, &dev, NULL), TETHER_OK);
-    CHECK_EQ(pinned_map_unlock(map, (void *)(R + K), NULL), TETHER_OK);
-    CHECK_EQ(pinned_map_lock(map, (void *)(R + 256 * K), K, &dev, NULL), TETHER_OK);
-    CHECK_EQ(pinned_map_unlock(map, (void *)(R + 256 * K), NULL), TETHER_OK);
-    CHECK_EQ(pinned_map_unlock(map, (void *)(R + 64 * K), NULL), TETHER_ERR_NOT_FOUND);
+    CHECK_EQ(pinned_map_lock(map, (void *)(R + K), K, NULL, &dev, NULL), TETHER_OK);
+    CHECK_EQ(pinned_map_unlock(map, (void *)(R + K), NULL, NULL), TETHER_OK);
+    CHECK_EQ(pinned_map_lock(map, (void *)(R + 256 * K), K, NULL, &dev, NULL), TETHER_OK);
+    CHECK_EQ(pinned_map_unlock(map, (void *)(R + 256 * K), NULL, NULL), TETHER_OK);
+    CHECK_EQ(pinned_map_unlock(map, (void *)(R + 64 * K), NULL, NULL), TETHER_ERR_NOT_FOUND);
     CHECK_EQ(atomic_load(&a.done), 0);
 
     atomic_store(&release_flag, 1);
@@ -195,7 +195,7 @@ static void test_pin_does_not_block(void)
     CHECK_EQ(a.status, TETHER_OK);
     CHECK(pinned_map_lookup(map, (void *)(R + 64 * K), 1, NULL));
     CHECK_EQ(pinned_map_count(map), 2);
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     fake_fini(&drv);
@@ -211,7 +211,7 @@ static void test_unpin_window(void)
     fake_init(&drv);
     drv.unpin_hook = stall_hook;
     CHECK_EQ(pinned_map_create(&fake_ops, &drv, &map), TETHER_OK);
-    CHECK_EQ(pinned_map_lock(map, (void *)R, 16 * K, &dev, NULL), TETHER_OK);
+    CHECK_EQ(pinned_map_lock(map, (void *)R, 16 * K, NULL, &dev, NULL), TETHER_OK);
 
     atomic_store(&release_flag, 0);
     atomic_store(&stall_ptr, R);
@@ -222,7 +222,7 @@ static void test_unpin_window(void)
     wait_in_flight(&drv, 1);
     CHECK(!pinned_map_lookup(map, (void *)(R + K), 1, NULL)); /* gone before the unpin */
     CHECK_EQ(pinned_map_count(map), 0);
-    CHECK_EQ(pinned_map_unlock(map, (void *)R, NULL), TETHER_ERR_NOT_FOUND);
+    CHECK_EQ(pinned_map_unlock(map, (void *)R, NULL, NULL), TETHER_ERR_NOT_FOUND);
     CHECK_EQ(pinned_map_register(map, (void *)(R + 32 * K), K, (void *)1, NULL), TETHER_OK);
     pthread_create(&tw, NULL, lock_thread, &w);
     sleep_ms(50);
@@ -238,7 +238,7 @@ static void test_unpin_window(void)
     CHECK_EQ(atomic_load(&drv.unpin_calls), 1);
     CHECK(pinned_map_lookup(map, (void *)(R + K), K, NULL));
     CHECK_EQ(pinned_map_unregister(map, (void *)(R + 32 * K), NULL), TETHER_OK);
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     fake_fini(&drv);
@@ -270,7 +270,7 @@ static void test_failed_pin_waiter(void)
     CHECK_EQ((uintptr_t)info.base, R + K);
     CHECK_EQ(info.size, K);
     CHECK_EQ(info.refs, 1);
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     fake_fini(&drv);
@@ -319,7 +319,7 @@ static void test_republish(void)
     fake_init(&drv);
     CHECK_EQ(pinned_map_create(&fake_ops, &drv, &map), TETHER_OK);
     for (size_t i = 0; i < REPUBLISH_SLOTS; i += 2)
-        CHECK_EQ(pinned_map_lock(map, (void *)SLOT(i), K, &dev, NULL), TETHER_OK);
+        CHECK_EQ(pinned_map_lock(map, (void *)SLOT(i), K, NULL, &dev, NULL), TETHER_OK);
     atomic_store(&republish_done, 0);
     pthread_t th[REPUBLISH_READERS];
     for (int i = 0; i < REPUBLISH_READERS; i++)
@@ -329,15 +329,15 @@ static void test_republish(void)
     for (int i = 0; i < REPUBLISH_WRITES; i++) {
         size_t slot = 2 * (test_rand(&rng) % (REPUBLISH_SLOTS / 2)) + 1;
         if (held[slot])
-            CHECK_EQ(pinned_map_unlock(map, (void *)SLOT(slot), NULL), TETHER_OK);
+            CHECK_EQ(pinned_map_unlock(map, (void *)SLOT(slot), NULL, NULL), TETHER_OK);
         else
-            CHECK_EQ(pinned_map_lock(map, (void *)SLOT(slot), K, &dev, NULL), TETHER_OK);
+            CHECK_EQ(pinned_map_lock(map, (void *)SLOT(slot), K, NULL, &dev, NULL), TETHER_OK);
         held[slot] = !held[slot];
     }
     atomic_store(&republish_done, 1);
     for (int i = 0; i < REPUBLISH_READERS; i++)
         pthread_join(th[i], NULL);
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     fake_fini(&drv);
@@ -366,13 +366,23 @@ struct stress_arg {
 static atomic_int stop_readers;
 static atomic_long reader_hits;
 
+/* The REGION holding p: every entry lies in one, so it is the call_ctx of a lock or unlock of p
+ * (the fake driver checks that each pin and unpin gets its own caller's). */
+static struct fake_range region_of(uintptr_t p)
+{
+    uintptr_t base = R + (p - R) / REGION * REGION;
+    return (struct fake_range){base, base + REGION};
+}
+
 static void stress_release(struct stress_arg *a, size_t i)
 {
     struct held *h = &a->held[i];
+    struct fake_range region = region_of(h->ptr);
     if (h->registered)
         CHECK_EQ(pinned_map_unregister(a->map, (void *)h->ptr, NULL), TETHER_OK);
     else
-        CHECK_EQ(pinned_map_unlock(a->map, (void *)(h->ptr + h->size / 2), NULL), TETHER_OK);
+        CHECK_EQ(pinned_map_unlock(a->map, (void *)(h->ptr + h->size / 2), &region, NULL),
+                 TETHER_OK);
     a->held[i] = a->held[--a->n_held];
 }
 
@@ -394,7 +404,9 @@ static void *stress_thread(void *p)
             if (off + size > REGION)
                 size = REGION - off;
             void *dev;
-            tether_status_t st = pinned_map_lock(a->map, (void *)(base + off), size, &dev, &err);
+            struct fake_range region = region_of(base);
+            tether_status_t st =
+                pinned_map_lock(a->map, (void *)(base + off), size, &region, &dev, &err);
             if (st == TETHER_OK) {
                 CHECK_EQ((uintptr_t)dev, base + off + FAKE_DEV_OFFSET);
                 a->held[a->n_held++] = (struct held){base + off, size, false};
@@ -507,12 +519,14 @@ static void test_stress(void)
     CHECK_EQ(fake_pinned_count(&drv), 0);
     CHECK_EQ(atomic_load(&drv.pins_ok), atomic_load(&drv.unpin_calls));
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
+    CHECK_EQ(atomic_load(&drv.call_ctx_errors), 0);
+    CHECK(atomic_load(&drv.last_call_ctx) != NULL);
     CHECK(locks > 1000 && overlaps > 0 && failures > 0);
     printf("stress: %ld locks, %ld overlap errors, %ld injected pin failures, %ld pins, %ld "
            "unpins, %ld checked lookups, %ld reader hits\n",
            locks, overlaps, failures, atomic_load(&drv.pins_ok), atomic_load(&drv.unpin_calls),
            lookups, atomic_load(&reader_hits));
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     fake_fini(&drv);
 }
 
@@ -524,5 +538,5 @@ int main(void)
     test_failed_pin_waiter();
     test_republish();
     test_stress();
-    return test_report("test_pinned_concurrent");
+    return tcheck_exit("test_pinned_concurrent");
 }

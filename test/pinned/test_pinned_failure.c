@@ -57,12 +57,12 @@ static long run(long fail_at)
         long calls0 = atomic_load(&drv.pin_calls);
 
         if (!st->lock) {
-            CHECK_EQ(pinned_map_unlock(map, (void *)st->ptr, &err), TETHER_OK);
+            CHECK_EQ(pinned_map_unlock(map, (void *)st->ptr, NULL, &err), TETHER_OK);
             free(before);
             continue;
         }
         void *dev = (void *)1;
-        tether_status_t status = pinned_map_lock(map, (void *)st->ptr, st->size, &dev, &err);
+        tether_status_t status = pinned_map_lock(map, (void *)st->ptr, st->size, NULL, &dev, &err);
         bool failed_here = calls0 < fail_at && atomic_load(&drv.pin_calls) >= fail_at;
         if (failed_here) {
             failed_lock = (long)i;
@@ -75,7 +75,7 @@ static long run(long fail_at)
             CHECK(!pinned_map_lookup(map, (void *)st->ptr, st->size, NULL));
             free(after);
             /* Retrying succeeds and pins again. */
-            status = pinned_map_lock(map, (void *)st->ptr, st->size, &dev, &err);
+            status = pinned_map_lock(map, (void *)st->ptr, st->size, NULL, &dev, &err);
         }
         CHECK_EQ(status, TETHER_OK);
         CHECK_EQ((uintptr_t)dev, st->ptr + FAKE_DEV_OFFSET);
@@ -84,7 +84,7 @@ static long run(long fail_at)
     CHECK(fail_at == 0 || failed_lock >= 0);
 
     long pins = atomic_load(&drv.pin_calls);
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     CHECK_EQ(atomic_load(&drv.pins_ok), atomic_load(&drv.unpin_calls));
@@ -103,7 +103,7 @@ static void test_fail_every_other(void)
     size_t ok = 0;
     for (uintptr_t i = 0; i < 100; i++) {
         void *dev;
-        tether_status_t st = pinned_map_lock(map, (void *)(B + i * K), K, &dev, NULL);
+        tether_status_t st = pinned_map_lock(map, (void *)(B + i * K), K, NULL, &dev, NULL);
         CHECK(st == TETHER_OK || st == TETHER_ERR_DRIVER);
         ok += st == TETHER_OK;
         CHECK_EQ(pinned_map_lookup(map, (void *)(B + i * K), K, NULL), st == TETHER_OK);
@@ -111,7 +111,7 @@ static void test_fail_every_other(void)
     CHECK_EQ(ok, 50);
     CHECK_EQ(pinned_map_count(map), 50);
     CHECK_EQ(fake_pinned_count(&drv), 50);
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     fake_fini(&drv);
 }
@@ -124,5 +124,5 @@ int main(void)
         run(n);
     test_fail_every_other();
     printf("test_pinned_failure: pin failure injected at each of %ld pin calls\n", pins);
-    return test_report("test_pinned_failure");
+    return tcheck_exit("test_pinned_failure");
 }

@@ -102,7 +102,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
     struct pinned_map *map;
     struct model m = {.n = 0};
     struct tether_error err;
-    long failures_before = atomic_load(&test_failures);
+    long failures_before = tcheck_failures();
 
     fake_init(&drv);
     /* Units 48..55 are "pinned by someone else": pins inside them report external. */
@@ -152,7 +152,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
             }
             atomic_store(&drv.fail_next_pin, fail_pin);
             void *dev = NULL;
-            got = pinned_map_lock(map, (void *)s, size, &dev, &err);
+            got = pinned_map_lock(map, (void *)s, size, NULL, &dev, &err);
             atomic_store(&drv.fail_next_pin, 0);
             CHECK_EQ(got, want);
             if (got == TETHER_OK && want == TETHER_OK)
@@ -180,7 +180,7 @@ static long run_sequence(uint64_t seed, long *ops_done)
                     model_remove(&m, x);
                 }
             }
-            got = pinned_map_unlock(map, (void *)p, &err);
+            got = pinned_map_unlock(map, (void *)p, NULL, &err);
             CHECK_EQ(got, want);
         } else if (kind < 13) { /* register */
             struct model_entry *hit = NULL;
@@ -228,18 +228,18 @@ static long run_sequence(uint64_t seed, long *ops_done)
         CHECK_EQ(atomic_load(&drv.pin_calls) - pins_before, pins_expected);
         CHECK_EQ(atomic_load(&drv.unpin_calls) - unpins_before, unpins_expected);
         CHECK(same_state(map, &m));
-        if (atomic_load(&test_failures) != failures_before) {
+        if (tcheck_failures() != failures_before) {
             fprintf(stderr, "sequence with seed 0x%" PRIx64 " diverged at op %d (kind %u)\n", seed,
                     op, kind);
             break;
         }
     }
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
     CHECK_EQ(atomic_load(&drv.pins_ok), atomic_load(&drv.unpin_calls));
     fake_fini(&drv);
-    return atomic_load(&test_failures) - failures_before;
+    return tcheck_failures() - failures_before;
 }
 
 int main(int argc, char **argv)
@@ -258,5 +258,5 @@ int main(int argc, char **argv)
         printf("  %s: %ld\n", seen_name[k], seen[k]);
         CHECK(seen[k] > 0 || sequences < 100);
     }
-    return test_report("test_pinned_random");
+    return tcheck_exit("test_pinned_random");
 }

@@ -21,9 +21,10 @@ static void setup(void)
 /* Destroying the map must leave the fake driver with nothing pinned and no rejected request. */
 static void teardown(void)
 {
-    pinned_map_destroy(map);
+    pinned_map_destroy(map, NULL);
     CHECK_EQ(fake_pinned_count(&drv), 0);
     CHECK_EQ(atomic_load(&drv.driver_errors), 0);
+    CHECK_EQ(atomic_load(&drv.call_ctx_errors), 0);
     CHECK_EQ(atomic_load(&drv.pins_ok), atomic_load(&drv.unpin_calls));
     fake_fini(&drv);
 }
@@ -31,7 +32,7 @@ static void teardown(void)
 static tether_status_t lock(uintptr_t p, size_t size, uintptr_t *dev_p)
 {
     void *dev = (void *)0xdead;
-    tether_status_t st = pinned_map_lock(map, (void *)p, size, &dev, &err);
+    tether_status_t st = pinned_map_lock(map, (void *)p, size, NULL, &dev, &err);
     if (st != TETHER_OK)
         CHECK(dev == (void *)0xdead); /* written only on success */
     if (dev_p)
@@ -41,7 +42,7 @@ static tether_status_t lock(uintptr_t p, size_t size, uintptr_t *dev_p)
 
 static tether_status_t unlock(uintptr_t p)
 {
-    return pinned_map_unlock(map, (void *)p, &err);
+    return pinned_map_unlock(map, (void *)p, NULL, &err);
 }
 
 static size_t refs_of(uintptr_t base)
@@ -75,7 +76,7 @@ static void test_create_args(void)
     CHECK_EQ(pinned_map_create(&no_unpin, NULL, &m), TETHER_ERR_INVALID);
     CHECK_EQ(pinned_map_create(&fake_ops, NULL, NULL), TETHER_ERR_INVALID);
     CHECK(m == NULL);
-    pinned_map_destroy(NULL);
+    pinned_map_destroy(NULL, NULL);
 }
 
 static void test_lock_new_range(void)
@@ -158,14 +159,14 @@ static void test_invalid_ranges(void)
     CHECK_MSG(err.msg, "size 0");
     CHECK_EQ(lock(UINTPTR_MAX - 10, 100, NULL), TETHER_ERR_INVALID);
     CHECK_MSG(err.msg, "wraps");
-    CHECK_EQ(pinned_map_lock(map, (void *)BASE, 16, NULL, &err), TETHER_ERR_INVALID);
+    CHECK_EQ(pinned_map_lock(map, (void *)BASE, 16, NULL, NULL, &err), TETHER_ERR_INVALID);
     CHECK_EQ(pinned_map_register(map, NULL, 16, (void *)1, &err), TETHER_ERR_INVALID);
     CHECK_EQ(pinned_map_register(map, (void *)BASE, 0, (void *)1, &err), TETHER_ERR_INVALID);
     CHECK_EQ(atomic_load(&drv.pin_calls), 0);
     CHECK_EQ(pinned_map_count(map), 0);
     /* err may be NULL */
-    CHECK_EQ(pinned_map_lock(map, NULL, 16, &(void *){0}, NULL), TETHER_ERR_INVALID);
-    CHECK_EQ(pinned_map_unlock(map, (void *)BASE, NULL), TETHER_ERR_NOT_FOUND);
+    CHECK_EQ(pinned_map_lock(map, NULL, 16, NULL, &(void *){0}, NULL), TETHER_ERR_INVALID);
+    CHECK_EQ(pinned_map_unlock(map, (void *)BASE, NULL, NULL), TETHER_ERR_NOT_FOUND);
     teardown();
 }
 
@@ -235,6 +236,34 @@ static void test_external(void)
     CHECK_EQ(atomic_load(&drv.pins_ok), 1);
     teardown();
     CHECK_EQ(atomic_load(&drv.unpin_calls), 1);
+}
+
+/* Each callback gets the call_ctx of the call that led to it: the lock that pins, the unlock that
+ * drops the last reference, destroy; a lock or unlock that reaches no callback passes its own to
+ * nobody. */
+static void test_call_ctx(void)
+{
+    struct fake_range a = {BASE, BASE + 64 * KIB}, b = {BASE, BASE + 64 * KIB};
+    struct fake_range c = {BASE, BASE + 64 * KIB}, d = {BASE, BASE + 64 * KIB};
+    void *dev;
+
+    setup();
+    CHECK_EQ(pinned_map_lock(map, (void *)BASE, 16 * KIB, &a, &dev, &err), TETHER_OK);
+    CHECK(atomic_load(&drv.last_call_ctx) == &a);
+    CHECK_EQ(pinned_map_lock(map, (void *)(BASE + KIB), KIB, &b, &dev, &err), TETHER_OK);
+    CHECK(atomic_load(&drv.last_call_ctx) == &a); /* inside: no callback */
+    CHECK_EQ(pinned_map_unlock(map, (void *)(BASE + KIB), &b, &err), TETHER_OK);
+    CHECK(atomic_load(&drv.last_call_ctx) == &a); /* a reference left: no callback */
+    CHECK_EQ(pinned_map_unlock(map, (void *)BASE, &c, &err), TETHER_OK);
+    CHECK(atomic_load(&drv.last_call_ctx) == &c);
+    CHECK_EQ(atomic_load(&drv.unpin_calls), 1);
+    CHECK_EQ(pinned_map_lock(map, (void *)(BASE + 32 * KIB), KIB, &a, &dev, &err), TETHER_OK);
+    pinned_map_destroy(map, &d);
+    CHECK(atomic_load(&drv.last_call_ctx) == &d);
+    CHECK_EQ(atomic_load(&drv.unpin_calls), 2);
+    CHECK_EQ(atomic_load(&drv.call_ctx_errors), 0);
+    CHECK_EQ(fake_pinned_count(&drv), 0);
+    fake_fini(&drv);
 }
 
 static void test_register(void)
@@ -402,10 +431,11 @@ int main(void)
     test_unlock();
     test_external();
     test_register();
+    test_call_ctx();
     test_lookup();
     test_many_entries();
     test_unpin_failure_reported();
     test_pin_failure_message();
     test_snapshot_api();
-    return test_report("test_pinned_rules");
+    return tcheck_exit("test_pinned_rules");
 }

@@ -33,7 +33,7 @@ static int check_round_trip(char *buf, size_t size)
 }
 
 /* Every byte of a pageable buffer survives the trip there and back (tether stages large pageable
- * copies through pinned buffers in chunks, cuda_stage.c). */
+ * copies through pinned buffers in chunks, common/plugin_stage.c). */
 static int check_content(char *buf, size_t size)
 {
     for (size_t i = 0; i < size; i++)
