@@ -428,7 +428,10 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
                    kernel->name, launch.num_teams, launch.num_threads, mode_name(kernel->exec_mode),
                    (unsigned)n, pa ? ", queued" : "");
     }
-    plugin_rpc_launch_begin(dev);
+    rc = plugin_rpc_launch_begin(dev, err);
+    if (rc != TETHER_OK) {
+        goto free_args;
+    }
     rc = ops->launch(dev, kernel, &launch, pa ? pa->queue : NULL, err);
     if (rc == TETHER_OK && pa != NULL) {
         pa->launches++;
