@@ -53,6 +53,28 @@ static int32_t dev_read_i32(const unsigned char *p)
     return v;
 }
 
+/* A message longer than the host takes (TETHER_RPC_MSG_MAX; it would drop it) is not sent: one
+ * line on stderr says so, and the caller returns libc's failure value. */
+_Static_assert(TETHER_RPC_MSG_MAX == 64u << 20, "the text below names the limit");
+static bool dev_too_big(const struct dev_iov *iov, uint32_t niov, const char *what,
+                        uint64_t what_len)
+{
+    static const char pre[] = "tether: a device ",
+                      post[] = " message over 64 MiB (the most one call carries) was not "
+                               "written; the call returned an error\n";
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < niov; i++)
+        n += iov[i].len;
+    if (n <= TETHER_RPC_MSG_MAX)
+        return false;
+    struct tether_rpc_write_hdr hdr = {TETHER_RPC_STDERR, 0};
+    struct dev_iov say[4] = {
+        {&hdr, sizeof hdr}, {pre, sizeof pre - 1}, {what, what_len}, {post, sizeof post - 1}};
+    tether_device_call(TETHER_RPC_OP_WRITE, say, 4, false, (void *)0, 0, (uint64_t *)0,
+                       (uint32_t *)0);
+    return true;
+}
+
 int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *args,
                                 uint64_t args_len)
 {
@@ -109,6 +131,8 @@ int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *ar
     iov[0] = (struct dev_iov){&hdr, sizeof hdr};
     iov[1] = (struct dev_iov){fmt, hdr.fmt_len};
     iov[2] = (struct dev_iov){args, args == (const void *)0 ? 0 : args_len};
+    if (dev_too_big(iov, niov, "printf", 6))
+        return -1;
     if (!tether_device_call(TETHER_RPC_OP_PRINTF, iov, niov, false, (void *)0, 0, (uint64_t *)0,
                             (uint32_t *)0))
         return -1;
@@ -153,6 +177,8 @@ static int dev_write(uint32_t stream, const uint64_t *file, const void *bytes, u
     if (file != (const uint64_t *)0)
         iov[niov++] = (struct dev_iov){file, sizeof *file};
     iov[niov++] = (struct dev_iov){bytes, bytes == (const void *)0 ? 0 : n};
+    if (dev_too_big(iov, niov, "write", 5))
+        return -1;
     if (!tether_device_call(TETHER_RPC_OP_WRITE, iov, niov, false, (void *)0, 0, (uint64_t *)0,
                             (uint32_t *)0))
         return -1;
