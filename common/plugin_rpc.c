@@ -14,10 +14,15 @@
  *    when it is ""), so that on a machine with several NUMA nodes the server places the thread
  *    on the cores local to the device.  Errors fail the image load.
  *  - plugin_rpc_launch_begin/end(dev): around every kernel; end arrives when the kernel is known
- *    complete (synchronous launch returned, or its queue synchronised/queried done).
+ *    complete (synchronous launch returned, or its queue synchronised/queried done).  begin
+ *    refuses a kernel started from a user handler of one of the device's servers (it would wait
+ *    for the thread running the handler).
  *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released; logs each
  *    server's counts (calls, inline answers, printf lines, ...) with LIBOMPTARGET_INFO's plugin
  *    bit (16) or TETHER_DEBUG.
+ *  - fork(): in a child, the first of attach, launch_begin or launch_end on a device whose
+ *    servers the server library marked forked restarts them on the host backend, or fails (a
+ *    GPU: the driver's context and pinned memory stay with the parent); see rpc_after_fork.
  * Environment:
  *   TETHER_RPC_PORTS          ports per image (default: the backend's limits.rpc_ports, else 64,
  *                             or 4 x CPUs, for the host backend and 4096 on GPUs; CUDA: 16384)

@@ -12,7 +12,8 @@
  * Return values: on GPUs printf returns the number of arguments it used, as
  * CUDA's vprintf does (the host formats later); on host-like targets it
  * returns the number of characters, computed locally.  Without a server
- * attached, printf/puts return -1 and write nothing.
+ * attached, or for a message over TETHER_RPC_MSG_MAX, printf/puts return -1
+ * and write nothing.
  */
 #include "device_internal.h"
 #include "printf_scan.h"
