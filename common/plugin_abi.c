@@ -77,10 +77,10 @@ static atomic_bool abi_closing;
 static _Thread_local unsigned abi_depth; /* calls this thread is inside */
 static _Thread_local bool abi_closer;    /* this thread runs the destructor */
 
-static void abi_leave(int *gate)
+/* `depth` is this thread's abi_depth (one thread-local lookup per call, not two). */
+static void abi_leave(unsigned **depth)
 {
-    (void)gate;
-    abi_depth--;
+    (**depth)--;
     atomic_fetch_sub(&abi_calls, 1);
     if (atomic_load(&abi_closing)) {
         pthread_mutex_lock(&abi_gate_lock);
@@ -89,23 +89,25 @@ static void abi_leave(int *gate)
     }
 }
 
-static int abi_enter(void)
+static unsigned *abi_enter(void)
 {
-    abi_depth++;
+    unsigned *depth = &abi_depth;
+
+    ++*depth;
     atomic_fetch_add(&abi_calls, 1);
-    if (atomic_load(&abi_closing) && !abi_closer && abi_depth == 1 &&
+    if (atomic_load(&abi_closing) && !abi_closer && *depth == 1 &&
         tether_rpc_server_current() == NULL) {
-        abi_leave(NULL);
+        abi_leave(&depth);
         pthread_mutex_lock(&abi_gate_lock);
         for (;;) {
             pthread_cond_wait(&abi_gate_shut, &abi_gate_lock);
         }
     }
-    return 0;
+    return depth;
 }
 
 /* First line of an entry point: passes the gate, and leaves it on every return. */
-#define ABI_GATE() __attribute__((cleanup(abi_leave), unused)) int abi_gate_ = abi_enter()
+#define ABI_GATE() __attribute__((cleanup(abi_leave), unused)) unsigned *abi_gate_ = abi_enter()
 
 /* In a fork child the other threads' calls did not come along: only this thread's are inside. */
 static void abi_forked(void)
