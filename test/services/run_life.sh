@@ -100,6 +100,8 @@ exit-busy)
     run exit-busy
     [ $rc = 0 ] || fail "run $i: exit status $rc: $(head -c 500 "$work/err.txt")"
     expect_lines "$work/out.txt" "${want[@]}"
+    # The plugin says so when exit waits over 10 s for the regions (a busy machine): not an error.
+    sed -i '/^tether (x86_64): exit waits for [0-9]* call(s) of other threads/d' "$work/err.txt"
     no_stderr
   done
   echo "exit(0) while 4 threads print from target regions: $RUNS runs, status 0, every line"
