@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "plugin_core.h"
 #include "tether/rpc.h"
@@ -109,10 +110,36 @@ static unsigned *abi_enter(void)
 /* First line of an entry point: passes the gate, and leaves it on every return. */
 #define ABI_GATE() __attribute__((cleanup(abi_leave), unused)) unsigned *abi_gate_ = abi_enter()
 
-/* In a fork child the other threads' calls did not come along: only this thread's are inside. */
+/* fork(): in a child the other threads' calls did not come along (only this thread's are
+ * inside), and a GPU's driver context stays with the parent (CUDA and HSA cannot be used in a
+ * fork child): every call on such a device fails with the reason, and the destructor leaves the
+ * plugin alone.  Devices whose kernels are threads of this process (the host backend, warp size
+ * 1) work in the child; their RPC servers start again there (plugin_rpc.c). */
+static bool abi_in_child;
+static pid_t abi_pid; /* the process that created the plugin */
+
 static void abi_forked(void)
 {
     atomic_store(&abi_calls, abi_depth);
+    abi_in_child = true;
+}
+
+static bool abi_child_refuses(const struct plugin_device *dev)
+{
+    return abi_in_child && dev->limits.warp_size > 1;
+}
+
+/* True in a fork child when a device the parent used is a GPU. */
+static bool abi_child_holds_gpu(struct plugin *plugin)
+{
+    for (int32_t i = 0; abi_in_child && i < plugin->num_devices; i++) {
+        struct plugin_device *dev = plugin_device_peek(plugin, i);
+
+        if (dev != NULL && abi_child_refuses(dev)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Closes the gate; true once the plugin may be destroyed. */
@@ -154,6 +181,7 @@ static void abi_init_once(void)
         plugin_report(NULL, -1, "init_plugin", rc, &err);
         return;
     }
+    abi_pid = getpid();
     pthread_atfork(NULL, NULL, abi_forked);
     target = dlsym(RTLD_DEFAULT, "tether_rtl_probe_target");
     if (target == NULL) {
@@ -179,6 +207,11 @@ __attribute__((destructor)) static void abi_fini(void)
                    "exit() inside an RPC handler: the plugin is left to the end of the process");
         return;
     }
+    if (plugin != NULL && abi_child_holds_gpu(plugin)) {
+        plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG,
+                   "fork child: the driver's state is the parent's, nothing to release");
+        return;
+    }
     abi_plugin = NULL;
     plugin_destroy(plugin);
 }
@@ -199,6 +232,20 @@ static struct plugin_device *abi_device(int32_t id, const char *call)
         return NULL;
     }
     rc = plugin_device_get(plugin, id, &dev, &err);
+    if (rc == TETHER_OK && abi_child_refuses(dev)) {
+        rc = plugin_error_set(&err, TETHER_ERR_UNSUPPORTED,
+                              "this process (%d) is a child that process %d created with fork(); "
+                              "a %s device cannot be used in a fork() child (the driver's context "
+                              "stays with the parent): offload from the parent, or exec() in the "
+                              "child",
+                              (int)getpid(), (int)abi_pid, plugin_backend_ops.name);
+    }
+    if (rc != TETHER_OK && abi_in_child && dev == NULL) {
+        size_t n = strlen(err.msg);
+
+        snprintf(err.msg + n, sizeof(err.msg) - n, " (in a fork() child of process %d)",
+                 (int)abi_pid);
+    }
     if (rc != TETHER_OK) {
         plugin_report(plugin, id, call, rc, &err);
         return NULL;

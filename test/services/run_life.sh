@@ -5,6 +5,9 @@
 #
 #   run_life.sh <case> <program dir> <plugin dir> <work dir>
 #
+# gpu-fork runs offload_fork_gpu (nvptx64) through tether's CUDA plugin on the simulated GPU
+# whose libcuda.so.1 is in $SIM_DIR (test/cuda/fake_cuda_sim.c).
+#
 # Each run is bounded by `timeout` as a hang guard (generous: a hang is the failure these cases
 # catch, and the message says so); exit-busy runs RUNS times, since its failure was a race.
 set -euo pipefail
@@ -23,10 +26,11 @@ fail() {
   exit 1
 }
 
-# run <args...>: runs the program with stdout/stderr in $work; rc in $rc.
+# run <args...>: runs the program ($prog) with stdout/stderr in $work; rc in $rc.
+prog=offload_life
 run() {
   set +e
-  timeout -k 5 $HANG_S "$bin/offload_life" "$@" > "$work/out.txt" 2> "$work/err.txt"
+  timeout -k 5 $HANG_S "$bin/$prog" "$@" > "$work/out.txt" 2> "$work/err.txt"
   rc=$?
   set -e
   if [ $rc = 124 ] || [ $rc = 137 ]; then
@@ -120,6 +124,19 @@ big)
   grep -q "^printf -1 puts -1 fputs -1 fwrite 0 small printf 19 fwrite $mib puts 0$" \
     "$work/err.txt" || fail "return values: $(tail -n 1 "$work/err.txt")"
   echo "over 64 MiB: printf -1, puts/fputs EOF, fwrite 0, nothing written; 1 MiB: written"
+  ;;
+gpu-fork)
+  export LD_LIBRARY_PATH=${SIM_DIR:?}:$plugins
+  prog=offload_fork_gpu
+  run
+  [ $rc = 0 ] || fail "parent's exit status $rc: $(head -c 800 "$work/err.txt")"
+  grep -q "^child ended with signal 6$" "$work/out.txt" ||
+    fail "the child did not end with libomptarget's abort: $(cat "$work/out.txt")"
+  ! grep -q "child offloaded" "$work/out.txt" || fail "the child offloaded on a GPU after fork"
+  grep -Eq "^tether \(cuda\): device 0: [a-z_]+(\(.*\))? failed: operation not supported by this backend: this process \([0-9]+\) is a child that process [0-9]+ created with fork\(\); a cuda device cannot be used in a fork\(\) child" \
+    "$work/err.txt" || fail "no message naming fork(): $(head -c 800 "$work/err.txt")"
+  grep "fork()" "$work/err.txt" | head -1
+  echo "a GPU target region in a fork child fails with the reason; the parent goes on"
   ;;
 *)
   fail "unknown case"
