@@ -464,7 +464,7 @@ void plugin_rpc_launch_end(struct plugin_device *dev, uint32_t count)
 {
     struct rpc_image_server *head = servers(dev);
     struct tether_error err = {""};
-    uint64_t old = atomic_load_explicit(&dev->state->kernels_running, memory_order_relaxed);
+    uint_fast64_t old = atomic_load_explicit(&dev->state->kernels_running, memory_order_relaxed);
 
     /* Never below 0: a fork child counts none of the parent's kernels (rpc_after_fork), and a
      * kernel its one thread was running at the fork ends after that. */
