@@ -12,17 +12,22 @@
  * Life cycle: __tgt_rtl_init_plugin creates the plugin once; __tgt_rtl_deinit_plugin is called by
  * libomptarget 16 at every __tgt_unregister_lib and is therefore a no-op; the plugin is destroyed
  * by this library's destructor at process exit, after the program's own destructors (which may
- * still run device destructor kernels) have finished.
+ * still run device destructor kernels) have finished, once no other thread is inside an entry
+ * point (see "shutdown" below).
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "plugin_core.h"
+#include "tether/rpc.h"
 
 #define TGT_EXPORT __attribute__((visibility("default")))
 
@@ -53,6 +58,117 @@ static void abi_registration_end(void)
  * that a non-tether plugin copying a probe into it, treating it as device memory, harms nothing. */
 TGT_EXPORT unsigned char tether_rtl_probe_target[512];
 
+/* ---- shutdown ---------------------------------------------------------------------------
+ * exit() runs the destructor while other threads may be inside an entry point (a target region
+ * running on the host plugin, a transfer) or about to call one.  Every entry point that touches
+ * the plugin passes a gate (ABI_GATE: counted in abi_calls until it returns).  The destructor
+ * closes the gate, waits until no call is inside but its own thread's, then destroys the plugin.
+ * A call arriving after the gate closed waits for the process to end (exit is under way), so it
+ * never sees freed state and never turns the exit into an abort.  Calls that pass a closed gate:
+ * the exiting thread's own, calls nested in a call already inside (the probe reaches data_submit
+ * through libomptarget), and calls from a user RPC handler (a region inside waits for them).
+ * exit() inside a user RPC handler destroys nothing: the region that made the call waits for the
+ * handler, so the plugin is left as it is to the end of the process.
+ */
+static pthread_mutex_t abi_gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t abi_gate_cv = PTHREAD_COND_INITIALIZER;   /* a call left (closing) */
+static pthread_cond_t abi_gate_shut = PTHREAD_COND_INITIALIZER; /* never signalled */
+static atomic_uint abi_calls;                                   /* calls inside, all threads */
+static atomic_bool abi_closing;
+static _Thread_local unsigned abi_depth; /* calls this thread is inside */
+static _Thread_local bool abi_closer;    /* this thread runs the destructor */
+
+/* `depth` is this thread's abi_depth (one thread-local lookup per call, not two). */
+static void abi_leave(unsigned **depth)
+{
+    (**depth)--;
+    atomic_fetch_sub(&abi_calls, 1);
+    if (atomic_load(&abi_closing)) {
+        pthread_mutex_lock(&abi_gate_lock);
+        pthread_cond_broadcast(&abi_gate_cv);
+        pthread_mutex_unlock(&abi_gate_lock);
+    }
+}
+
+static unsigned *abi_enter(void)
+{
+    unsigned *depth = &abi_depth;
+
+    ++*depth;
+    atomic_fetch_add(&abi_calls, 1);
+    if (atomic_load(&abi_closing) && !abi_closer && *depth == 1 &&
+        tether_rpc_server_current() == NULL) {
+        abi_leave(&depth);
+        pthread_mutex_lock(&abi_gate_lock);
+        for (;;) {
+            pthread_cond_wait(&abi_gate_shut, &abi_gate_lock);
+        }
+    }
+    return depth;
+}
+
+/* First line of an entry point: passes the gate, and leaves it on every return. */
+#define ABI_GATE() __attribute__((cleanup(abi_leave), unused)) unsigned *abi_gate_ = abi_enter()
+
+/* fork(): in a child the other threads' calls did not come along (only this thread's are
+ * inside), and a GPU's driver context stays with the parent (CUDA and HSA cannot be used in a
+ * fork child): every call on such a device fails with the reason, and the destructor leaves the
+ * plugin alone.  Devices whose kernels are threads of this process (the host backend, warp size
+ * 1) work in the child; their RPC servers start again there (plugin_rpc.c). */
+static bool abi_in_child;
+static pid_t abi_pid; /* the process that created the plugin */
+
+static void abi_forked(void)
+{
+    atomic_store(&abi_calls, abi_depth);
+    abi_in_child = true;
+}
+
+static bool abi_child_refuses(const struct plugin_device *dev)
+{
+    return abi_in_child && dev->limits.warp_size > 1;
+}
+
+/* True in a fork child when a device the parent used is a GPU. */
+static bool abi_child_holds_gpu(struct plugin *plugin)
+{
+    for (int32_t i = 0; abi_in_child && i < plugin->num_devices; i++) {
+        struct plugin_device *dev = plugin_device_peek(plugin, i);
+
+        if (dev != NULL && abi_child_refuses(dev)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Closes the gate; true once the plugin may be destroyed. */
+static bool abi_close(void)
+{
+    struct timespec until;
+    bool said = false;
+
+    abi_closer = true;
+    atomic_store(&abi_closing, true);
+    if (tether_rpc_server_current() != NULL) {
+        return false;
+    }
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&abi_gate_lock);
+    while (atomic_load(&abi_calls) > abi_depth) {
+        if (pthread_cond_timedwait(&abi_gate_cv, &abi_gate_lock, &until) == ETIMEDOUT && !said) {
+            fprintf(stderr,
+                    "tether (%s): exit waits for %u call(s) of other threads still inside the "
+                    "plugin (target regions, transfers) before it unloads the device images\n",
+                    plugin_backend_ops.name, atomic_load(&abi_calls) - abi_depth);
+            said = true;
+        }
+    }
+    pthread_mutex_unlock(&abi_gate_lock);
+    return true;
+}
+
 static void abi_init_once(void)
 {
     struct tether_error err = {{0}};
@@ -65,6 +181,8 @@ static void abi_init_once(void)
         plugin_report(NULL, -1, "init_plugin", rc, &err);
         return;
     }
+    abi_pid = getpid();
+    pthread_atfork(NULL, NULL, abi_forked);
     target = dlsym(RTLD_DEFAULT, "tether_rtl_probe_target");
     if (target == NULL) {
         target = tether_rtl_probe_target;
@@ -84,6 +202,16 @@ __attribute__((destructor)) static void abi_fini(void)
 {
     struct plugin *plugin = abi_plugin;
 
+    if (!abi_close()) {
+        plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG,
+                   "exit() inside an RPC handler: the plugin is left to the end of the process");
+        return;
+    }
+    if (plugin != NULL && abi_child_holds_gpu(plugin)) {
+        plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG,
+                   "fork child: the driver's state is the parent's, nothing to release");
+        return;
+    }
     abi_plugin = NULL;
     plugin_destroy(plugin);
 }
@@ -98,11 +226,26 @@ static struct plugin_device *abi_device(int32_t id, const char *call)
 
     abi_registration_end();
     if (plugin == NULL) {
-        fprintf(stderr, "tether (%s): %s: plugin failed to initialise\n", plugin_backend_ops.name,
-                call);
+        fprintf(stderr, "tether (%s): %s: %s\n", plugin_backend_ops.name, call,
+                atomic_load(&abi_closing) ? "called after the plugin shut down at exit"
+                                          : "plugin failed to initialise");
         return NULL;
     }
     rc = plugin_device_get(plugin, id, &dev, &err);
+    if (rc == TETHER_OK && abi_child_refuses(dev)) {
+        rc = plugin_error_set(&err, TETHER_ERR_UNSUPPORTED,
+                              "this process (%d) is a child that process %d created with fork(); "
+                              "a %s device cannot be used in a fork() child (the driver's context "
+                              "stays with the parent): offload from the parent, or exec() in the "
+                              "child",
+                              (int)getpid(), (int)abi_pid, plugin_backend_ops.name);
+    }
+    if (rc != TETHER_OK && abi_in_child && dev == NULL) {
+        size_t n = strlen(err.msg);
+
+        snprintf(err.msg + n, sizeof(err.msg) - n, " (in a fork() child of process %d)",
+                 (int)abi_pid);
+    }
     if (rc != TETHER_OK) {
         plugin_report(plugin, id, call, rc, &err);
         return NULL;
@@ -149,6 +292,7 @@ TGT_EXPORT int32_t __tgt_rtl_deinit_plugin(void)
 
 TGT_EXPORT int32_t __tgt_rtl_number_of_devices(void)
 {
+    ABI_GATE();
     struct plugin *plugin = abi_get();
 
     return plugin ? plugin->num_devices : 0;
@@ -185,6 +329,7 @@ TGT_EXPORT int32_t __tgt_rtl_unregister_lib(struct tgt_bin_desc *desc)
 
 TGT_EXPORT int32_t __tgt_rtl_is_valid_binary(void *image)
 {
+    ABI_GATE();
     if (abi_foreign_image(image)) {
         return 0;
     }
@@ -193,6 +338,7 @@ TGT_EXPORT int32_t __tgt_rtl_is_valid_binary(void *image)
 
 TGT_EXPORT int32_t __tgt_rtl_is_valid_binary_info(void *image, struct tgt_image_info *info)
 {
+    ABI_GATE();
     if (abi_foreign_image(image)) {
         return 0;
     }
@@ -201,6 +347,7 @@ TGT_EXPORT int32_t __tgt_rtl_is_valid_binary_info(void *image, struct tgt_image_
 
 TGT_EXPORT int64_t __tgt_rtl_init_requires(int64_t flags)
 {
+    ABI_GATE();
     struct plugin *plugin = abi_get();
 
     abi_registration_end();
@@ -212,6 +359,7 @@ TGT_EXPORT int64_t __tgt_rtl_init_requires(int64_t flags)
 
 TGT_EXPORT void __tgt_rtl_set_info_flag(uint32_t flags)
 {
+    ABI_GATE();
     struct plugin *plugin = abi_get();
 
     abi_registration_end();
@@ -222,6 +370,7 @@ TGT_EXPORT void __tgt_rtl_set_info_flag(uint32_t flags)
 
 TGT_EXPORT int32_t __tgt_rtl_init_device(int32_t id)
 {
+    ABI_GATE();
     struct plugin_device *dev = abi_device(id, "init_device");
 
     if (dev == NULL) {
@@ -249,6 +398,7 @@ TGT_EXPORT int32_t __tgt_rtl_deinit_device(int32_t id)
 
 TGT_EXPORT void __tgt_rtl_print_device_info(int32_t id)
 {
+    ABI_GATE();
     struct plugin *plugin = abi_get();
 
     abi_registration_end();
@@ -260,6 +410,7 @@ TGT_EXPORT void __tgt_rtl_print_device_info(int32_t id)
 TGT_EXPORT struct tgt_target_table *__tgt_rtl_load_binary(int32_t id,
                                                           struct tgt_device_image *image)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "load_binary");
     struct tgt_target_table *table = NULL;
@@ -283,6 +434,7 @@ TGT_EXPORT struct tgt_target_table *__tgt_rtl_load_binary(int32_t id,
 
 TGT_EXPORT void *__tgt_rtl_data_alloc(int32_t id, int64_t size, void *host_ptr, int32_t kind)
 {
+    ABI_GATE();
     static const char *const kinds[] = {"device", "host", "shared", "default"};
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "data_alloc");
@@ -307,6 +459,7 @@ TGT_EXPORT void *__tgt_rtl_data_alloc(int32_t id, int64_t size, void *host_ptr, 
 
 TGT_EXPORT int32_t __tgt_rtl_data_delete(int32_t id, void *ptr, int32_t kind)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "data_delete");
     tether_status_t rc;
@@ -324,6 +477,7 @@ TGT_EXPORT int32_t __tgt_rtl_data_delete(int32_t id, void *ptr, int32_t kind)
 static int32_t abi_submit(int32_t id, void *tgt, void *hst, int64_t size,
                           struct tgt_async_info *async)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin *plugin = abi_get();
     struct plugin_device *dev;
@@ -347,6 +501,7 @@ static int32_t abi_submit(int32_t id, void *tgt, void *hst, int64_t size,
 static int32_t abi_retrieve(int32_t id, void *hst, void *tgt, int64_t size,
                             struct tgt_async_info *async)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "data_retrieve");
     tether_status_t rc;
@@ -386,6 +541,7 @@ TGT_EXPORT int32_t __tgt_rtl_data_retrieve_async(int32_t id, void *hst, void *tg
 
 TGT_EXPORT int32_t __tgt_rtl_is_data_exchangable(int32_t src_id, int32_t dst_id)
 {
+    ABI_GATE();
     struct plugin *plugin = abi_get();
 
     return plugin != NULL && src_id >= 0 && dst_id >= 0 && src_id < plugin->num_devices &&
@@ -395,6 +551,7 @@ TGT_EXPORT int32_t __tgt_rtl_is_data_exchangable(int32_t src_id, int32_t dst_id)
 static int32_t abi_exchange(int32_t src_id, void *src, int32_t dst_id, void *dst, int64_t size,
                             struct tgt_async_info *async)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *src_dev = abi_device(src_id, "data_exchange");
     struct plugin_device *dst_dev = abi_device(dst_id, "data_exchange");
@@ -445,6 +602,7 @@ static struct plugin_device *abi_global_device(int32_t global, const char *call)
 
 TGT_EXPORT int32_t __tgt_rtl_data_lock(int32_t global, void *ptr, int64_t size, void **locked)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_global_device(global, "data_lock");
     tether_status_t rc;
@@ -463,6 +621,7 @@ TGT_EXPORT int32_t __tgt_rtl_data_lock(int32_t global, void *ptr, int64_t size, 
 
 TGT_EXPORT int32_t __tgt_rtl_data_unlock(int32_t global, void *ptr)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_global_device(global, "data_unlock");
     tether_status_t rc;
@@ -484,6 +643,7 @@ TGT_EXPORT int32_t __tgt_rtl_launch_kernel(int32_t id, void *entry, void **tgt_a
                                            const struct tgt_kernel_args *kargs,
                                            struct tgt_async_info *async)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "launch_kernel");
     tether_status_t rc;
@@ -505,6 +665,7 @@ TGT_EXPORT int32_t __tgt_rtl_launch_kernel(int32_t id, void *entry, void **tgt_a
 
 TGT_EXPORT int32_t __tgt_rtl_synchronize(int32_t id, struct tgt_async_info *async)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "synchronize");
 
@@ -519,6 +680,7 @@ TGT_EXPORT int32_t __tgt_rtl_synchronize(int32_t id, struct tgt_async_info *asyn
 
 TGT_EXPORT int32_t __tgt_rtl_query_async(int32_t id, struct tgt_async_info *async)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "query_async");
 
@@ -530,6 +692,7 @@ TGT_EXPORT int32_t __tgt_rtl_query_async(int32_t id, struct tgt_async_info *asyn
 
 TGT_EXPORT int32_t __tgt_rtl_create_event(int32_t id, void **event)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "create_event");
     tether_status_t rc;
@@ -547,6 +710,7 @@ TGT_EXPORT int32_t __tgt_rtl_create_event(int32_t id, void **event)
 
 TGT_EXPORT int32_t __tgt_rtl_record_event(int32_t id, void *event, struct tgt_async_info *async)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "record_event");
 
@@ -558,6 +722,7 @@ TGT_EXPORT int32_t __tgt_rtl_record_event(int32_t id, void *event, struct tgt_as
 
 TGT_EXPORT int32_t __tgt_rtl_wait_event(int32_t id, void *event, struct tgt_async_info *async)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "wait_event");
 
@@ -569,6 +734,7 @@ TGT_EXPORT int32_t __tgt_rtl_wait_event(int32_t id, void *event, struct tgt_asyn
 
 TGT_EXPORT int32_t __tgt_rtl_sync_event(int32_t id, void *event)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "sync_event");
 
@@ -580,6 +746,7 @@ TGT_EXPORT int32_t __tgt_rtl_sync_event(int32_t id, void *event)
 
 TGT_EXPORT int32_t __tgt_rtl_destroy_event(int32_t id, void *event)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin_device *dev = abi_device(id, "destroy_event");
 
@@ -636,6 +803,7 @@ TGT_EXPORT int32_t __tgt_rtl_init_async_info(int32_t global, struct tgt_async_in
 
 TGT_EXPORT int32_t tether_rtl_device_query(int32_t omp_device, struct tether_device_info *info_p)
 {
+    ABI_GATE();
     struct tether_error err = {{0}};
     struct plugin *plugin = abi_get();
     struct plugin_probe probe;

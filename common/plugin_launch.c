@@ -153,8 +153,15 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
     launch.args = args;
     launch.arg_ptrs = args + n;
     launch.tripcount = kargs->Tripcount;
+    /* Refused from a user RPC handler of this device or in a fork child on a GPU: before any
+     * queue is taken. */
+    rc = plugin_rpc_launch_begin(dev, err);
+    if (rc != TETHER_OK) {
+        goto free_args;
+    }
     rc = plugin_queue_begin(dev, async, &pa, err);
     if (rc != TETHER_OK) {
+        plugin_rpc_launch_end(dev, 1);
         goto free_args;
     }
     if (dev->limits.warp_size <= 1) {
@@ -170,7 +177,6 @@ tether_status_t plugin_launch_kernel(struct plugin_device *dev, void *entry, voi
                         kernel->name, launch.num_teams, launch.num_threads,
                         mode_name(kernel->exec_mode), (unsigned)n, async ? ", queued" : "");
     }
-    plugin_rpc_launch_begin(dev);
     rc = ops->launch(dev, kernel, &launch, pa->queue, err);
     if (rc == TETHER_OK) {
         pa->launches++; /* ended when the queue is found complete */

@@ -14,10 +14,15 @@
  *    when it is ""), so that on a machine with several NUMA nodes the server places the thread
  *    on the cores local to the device.  Errors fail the image load.
  *  - plugin_rpc_launch_begin/end(dev): around every kernel; end arrives when the kernel is known
- *    complete (synchronous launch returned, or its queue synchronised/queried done).
+ *    complete (synchronous launch returned, or its queue synchronised/queried done).  begin
+ *    refuses a kernel started from a user handler of one of the device's servers (it would wait
+ *    for the thread running the handler).
  *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released; logs each
  *    server's counts (calls, inline answers, printf lines, ...) with LIBOMPTARGET_INFO's plugin
  *    bit (16) or TETHER_DEBUG.
+ *  - fork(): in a child, the first of attach, launch_begin or launch_end on a device whose
+ *    servers the server library marked forked restarts them on the host backend, or fails (a
+ *    GPU: the driver's context and pinned memory stay with the parent); see rpc_after_fork.
  * Environment:
  *   TETHER_RPC_PORTS          ports per image, 1 to 16384 (default: the backend's
  *                             limits.rpc_ports, else 64, or 4 x CPUs, for the host backend and
@@ -46,8 +51,15 @@
 struct rpc_image_server {
     tether_rpc_server_t *srv;
     struct plugin_device *dev;
+    uint64_t global;    /* device address of PLUGIN_RPC_CLIENT_SYMBOL */
+    void *const_global; /* PLUGIN_RPC_CLIENT_CONST_SYMBOL, NULL when the image has none */
+    uint32_t ports;
+    pid_t pid; /* the process that started the server (fork messages) */
     struct rpc_image_server *next;
 };
+
+/* Serialises the restart of servers in a fork child (rpc_after_fork). */
+static pthread_mutex_t rpc_fork_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static tether_status_t shared_alloc_cb(void *ctx, size_t size, void **host_p, uint64_t *dev_p)
 {
@@ -163,6 +175,115 @@ static void rpc_near(struct plugin_device *dev, uint64_t global, uint32_t ports,
                    probe_ms);
 }
 
+/* Kernels of these devices are threads of this process (the host backend, warp size 1, whose
+ * client is a host thread): whatever the server shares with them is this process's memory, which
+ * fork() copies.  On a GPU the driver's context and pinned memory stay with the parent. */
+static bool rpc_host_device(const struct plugin_device *dev)
+{
+    return dev->limits.warp_size <= 1;
+}
+
+/* Writes the client into the image's global (and its constant-memory copy): fresh port locks. */
+static tether_status_t rpc_client_write(struct plugin_device *dev, struct rpc_image_server *node,
+                                        struct tether_error *err)
+{
+    size_t size = tether_rpc_client_size();
+    unsigned char *buf = malloc(size);
+    tether_status_t rc;
+
+    if (buf == NULL) {
+        return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "RPC server: out of memory");
+    }
+    rc = tether_rpc_server_client_bytes(node->srv, node->global, buf, size);
+    if (rc == TETHER_OK && !rpc_host_device(dev)) {
+        rpc_near(dev, node->global, node->ports, (struct tether_rpc_device_client *)buf);
+    }
+    if (rc == TETHER_OK) {
+        rc = plugin_write_device(dev, (void *)(uintptr_t)node->global, buf, size, err);
+    }
+    if (rc == TETHER_OK && node->const_global != NULL) {
+        /* NVIDIA images read the client's fixed part from constant memory. */
+        rc = plugin_write_device(dev, node->const_global, buf, tether_rpc_client_const_size(),
+                                 err);
+    }
+    free(buf);
+    return rc;
+}
+
+static tether_status_t rpc_thread_start(struct plugin_device *dev, struct rpc_image_server *node,
+                                        struct tether_error *err)
+{
+    struct tether_rpc_thread_config tcfg = {
+        /* The thread runs near the device where the machine has several NUMA nodes. */
+        .pci_bus_id = dev->limits.pci_bus_id[0] != '\0' ? dev->limits.pci_bus_id : NULL,
+        .attach = thread_attach_cb,
+        .attach_ctx = dev,
+    };
+
+    return tether_rpc_server_start(node->srv, &tcfg, err);
+}
+
+static struct rpc_image_server *servers(struct plugin_device *dev)
+{
+    return __atomic_load_n(&dev->state->rpc, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * In a child made by fork() after the device's servers started (the server library marks them
+ * forked): on the host, start each server again on the child's copy of its memory (no call of
+ * the parent's other threads survives: every port is zeroed, the image's port locks rewritten,
+ * no kernel counted); on a GPU, refuse with the reason, since the child has neither the driver's
+ * context nor the servers' pinned memory.  The first thread of the child that gets here does it;
+ * the others wait for it.
+ */
+static tether_status_t rpc_after_fork(struct plugin_device *dev, struct tether_error *err)
+{
+    struct rpc_image_server *head = servers(dev);
+    tether_status_t rc = TETHER_OK;
+
+    if (!rpc_host_device(dev)) {
+        return plugin_error_set(err, TETHER_ERR_UNSUPPORTED,
+                                "this process (%d) is a child that process %d created with fork() "
+                                "after the device's RPC server started; a %s device cannot be "
+                                "used in a fork() child (the driver's context and the server's "
+                                "pinned memory stay with the parent): offload from the parent, "
+                                "or exec() in the child",
+                                (int)getpid(), (int)head->pid, dev->plugin->ops->name);
+    }
+    pthread_mutex_lock(&rpc_fork_lock);
+    if (tether_rpc_server_forked(head->srv)) {
+        atomic_store(&dev->state->kernels_running, 0); /* launched by threads the child lacks */
+    }
+    for (struct rpc_image_server *n = head; n != NULL && rc == TETHER_OK; n = n->next) {
+        if (!tether_rpc_server_forked(n->srv)) {
+            continue;
+        }
+        tether_rpc_server_reset(n->srv);
+        n->pid = getpid();
+        rc = rpc_client_write(dev, n, err);
+        if (rc == TETHER_OK) {
+            rc = rpc_thread_start(dev, n, err);
+        }
+        if (rc == TETHER_OK) {
+            plugin_log(dev->plugin, dev, PLUGIN_LOG_DEBUG,
+                       "rpc: server started again in fork child %d", (int)n->pid);
+        }
+    }
+    pthread_mutex_unlock(&rpc_fork_lock);
+    return rc;
+}
+
+/* True when a server of the device is a fork child's copy not started again yet. */
+static bool rpc_forked(struct rpc_image_server *head)
+{
+    for (struct rpc_image_server *n = head; n != NULL; n = n->next) {
+        if (tether_rpc_server_forked(n->srv)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,
                                   struct tether_error *err)
 {
@@ -179,7 +300,14 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
                                 "(libtether-device.a and plugin from different versions?)",
                                 PLUGIN_RPC_CLIENT_SYMBOL, size, tether_rpc_client_size());
     }
-    bool host = dev->limits.warp_size <= 1;
+    /* The device's servers from before a fork are started again first (their count of
+     * running kernels is copied into the new server below). */
+    if (rpc_forked(servers(dev))) {
+        rc = rpc_after_fork(dev, err);
+        if (rc != TETHER_OK)
+            return rc;
+    }
+    bool host = rpc_host_device(dev);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t ports = host ? (uint32_t)(cpus > 16 ? 4 * cpus : 64) : 4096;
     if (dev->limits.rpc_ports != 0)
@@ -205,47 +333,34 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     if (node == NULL)
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "RPC server: out of memory");
     node->dev = dev;
+    node->global = (uint64_t)(uintptr_t)global;
+    node->ports = ports;
+    node->pid = getpid();
     rc = tether_rpc_server_create(&cfg, &node->srv, err);
     if (rc != TETHER_OK)
         goto free_node;
-    unsigned char *buf = malloc(tether_rpc_client_size());
-    if (buf == NULL) {
-        rc = plugin_error_set(err, TETHER_ERR_NO_MEMORY, "RPC server: out of memory");
-        goto destroy;
-    }
-    rc = tether_rpc_server_client_bytes(node->srv, (uint64_t)(uintptr_t)global, buf,
-                                        tether_rpc_client_size());
-    if (rc == TETHER_OK && !host)
-        rpc_near(dev, (uint64_t)(uintptr_t)global, ports, (struct tether_rpc_device_client *)buf);
-    if (rc == TETHER_OK)
-        rc = plugin_write_device(dev, global, buf, tether_rpc_client_size(), err);
-    if (rc == TETHER_OK) {
-        /* NVIDIA images read the client's fixed part from constant memory. */
+    {
+        /* NVIDIA images also hold the client's fixed part in constant memory (optional). */
         void *cglobal = NULL;
         size_t csize = 0;
         struct tether_error lookup_err = {""};
         if (ops->global_lookup(dev, loaded->module, PLUGIN_RPC_CLIENT_CONST_SYMBOL, &cglobal,
                                &csize, &lookup_err) == TETHER_OK) {
-            if (csize != tether_rpc_client_const_size())
+            if (csize != tether_rpc_client_const_size()) {
                 rc = plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
                                       "%s is %zu bytes, this plugin's RPC server expects %zu "
                                       "(libtether-device.a and plugin from different versions?)",
                                       PLUGIN_RPC_CLIENT_CONST_SYMBOL, csize,
                                       tether_rpc_client_const_size());
-            else
-                rc = plugin_write_device(dev, cglobal, buf, csize, err);
+                goto destroy;
+            }
+            node->const_global = cglobal;
         }
     }
-    free(buf);
+    rc = rpc_client_write(dev, node, err);
     if (rc != TETHER_OK)
         goto destroy;
-    struct tether_rpc_thread_config tcfg = {
-        /* The thread runs near the device where the machine has several NUMA nodes. */
-        .pci_bus_id = dev->limits.pci_bus_id[0] != '\0' ? dev->limits.pci_bus_id : NULL,
-        .attach = thread_attach_cb,
-        .attach_ctx = dev,
-    };
-    rc = tether_rpc_server_start(node->srv, &tcfg, err);
+    rc = rpc_thread_start(dev, node, err);
     if (rc != TETHER_OK)
         goto destroy;
     /* Kernels already running on the device count for the new server too. */
@@ -302,17 +417,18 @@ tether_status_t tether_rtl_rpc_register(uint32_t opcode, tether_rpc_handler_t fn
     return tether_rpc_register_global(opcode, fn, user);
 }
 
-static struct rpc_image_server *servers(struct plugin_device *dev)
-{
-    return __atomic_load_n(&dev->state->rpc, __ATOMIC_ACQUIRE);
-}
-
 void plugin_rpc_detach(struct plugin_device *dev)
 {
     struct rpc_image_server *node = servers(dev);
     dev->state->rpc = NULL;
     while (node != NULL) {
         struct rpc_image_server *next = node->next;
+        if (tether_rpc_server_forked(node->srv) && !rpc_host_device(dev)) {
+            /* A GPU server in a fork child: its memory and thread are the parent's. */
+            free(node);
+            node = next;
+            continue;
+        }
         struct tether_rpc_stats st;
         tether_rpc_server_stats(node->srv, &st);
         plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
@@ -346,17 +462,49 @@ void plugin_rpc_detach(struct plugin_device *dev)
     }
 }
 
-void plugin_rpc_launch_begin(struct plugin_device *dev)
+tether_status_t plugin_rpc_launch_begin(struct plugin_device *dev, struct tether_error *err)
 {
+    struct rpc_image_server *head = servers(dev);
+    tether_rpc_server_t *own = head != NULL ? tether_rpc_server_current() : NULL;
+
+    for (struct rpc_image_server *n = head; n != NULL; n = n->next) {
+        if (n->srv == own) {
+            return plugin_error_set(
+                err, TETHER_ERR_BUSY,
+                "a target region started from inside an RPC handler of this device is refused: "
+                "the handler runs on the device's RPC server thread, which the region would "
+                "need to serve its calls and its end, so it would wait for itself forever; "
+                "start the region after the handler returned");
+        }
+    }
+    if (rpc_forked(head)) {
+        tether_status_t rc = rpc_after_fork(dev, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+    }
     atomic_fetch_add_explicit(&dev->state->kernels_running, 1, memory_order_relaxed);
-    for (struct rpc_image_server *n = servers(dev); n != NULL; n = n->next)
+    for (struct rpc_image_server *n = head; n != NULL; n = n->next)
         tether_rpc_server_kernel_started(n->srv);
+    return TETHER_OK;
 }
 
 void plugin_rpc_launch_end(struct plugin_device *dev, uint32_t count)
 {
-    atomic_fetch_sub_explicit(&dev->state->kernels_running, count, memory_order_relaxed);
-    for (struct rpc_image_server *n = servers(dev); n != NULL; n = n->next)
+    struct rpc_image_server *head = servers(dev);
+    struct tether_error err = {""};
+    uint_fast64_t old = atomic_load_explicit(&dev->state->kernels_running, memory_order_relaxed);
+
+    /* Never below 0: a fork child counts none of the parent's kernels (rpc_after_fork), and a
+     * kernel its one thread was running at the fork ends after that. */
+    while (!atomic_compare_exchange_weak_explicit(&dev->state->kernels_running, &old,
+                                                  old > count ? old - count : 0,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+    if (rpc_forked(head) && rpc_after_fork(dev, &err) != TETHER_OK) {
+        return; /* a GPU in a fork child: nothing to drain */
+    }
+    for (struct rpc_image_server *n = head; n != NULL; n = n->next)
         for (uint32_t i = 0; i < count; i++)
             tether_rpc_server_kernel_finished(n->srv);
 }

@@ -167,7 +167,9 @@ void plugin_stage_shutdown(void);
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,
                                   struct tether_error *err);
 void plugin_rpc_detach(struct plugin_device *dev);
-void plugin_rpc_launch_begin(struct plugin_device *dev);
+/* Refuses (with the reason in err) a kernel started from a user RPC handler of the device, and a
+ * GPU kernel in a fork child; restarts the device's servers in a host fork child. */
+tether_status_t plugin_rpc_launch_begin(struct plugin_device *dev, struct tether_error *err);
 void plugin_rpc_launch_end(struct plugin_device *dev, uint32_t count);
 
 #endif /* TETHER_COMMON_PLUGIN_STATE_H */

@@ -39,7 +39,9 @@
  * device init/deinit).  kernel_started/kernel_finished, register and
  * handle may be called from any thread at any time; handle serialises
  * itself.  Handlers run on the server thread (or the thread calling handle),
- * one at a time per server, and must not call back into that server.
+ * one at a time per server, and must not call back into that server (nor
+ * start a kernel of its device: tether_rpc_server_current tells a plugin).
+ * fork(): see tether_rpc_server_forked.
  */
 #ifndef TETHER_RPC_PUBLIC_H
 #define TETHER_RPC_PUBLIC_H
@@ -223,6 +225,33 @@ void tether_rpc_server_kernel_finished(tether_rpc_server_t *server);
 /* Wakes the thread at once (a doorbell): for clients that can signal. */
 void tether_rpc_server_notify(tether_rpc_server_t *server);
 
+/* The server whose user handler the calling thread is running (on the server's thread, or inside
+ * tether_rpc_server_handle), NULL when none.  A kernel of that server's device started from
+ * there would wait for this very thread to serve it: a plugin refuses such launches. */
+tether_rpc_server_t *tether_rpc_server_current(void);
+
+/* ---- fork ------------------------------------------------------------------------------- */
+
+/*
+ * fork() copies only the calling thread.  In the child every server of this library is marked
+ * forked (one atomic load tells): its thread and the calls in flight of the parent's other
+ * threads did not come along.  Until it is reset, kernel_finished serves the calls itself and
+ * destroy neither joins the thread nor serves the parent's calls.  (A fork inside a user handler
+ * leaves that handler's server as it is: the child's one thread is its server thread.)
+ */
+bool tether_rpc_server_forked(tether_rpc_server_t *server);
+
+/*
+ * Makes a forked server usable in the child: forgets the thread and every call in flight,
+ * zeroes the ports, counts no kernel running.  Then write the client bytes to the device again
+ * (tether_rpc_server_client_bytes: the device's port locks are in them) and start the thread
+ * again (tether_rpc_server_start).  Only where the child has the server's memory, i.e. the
+ * device is this process's CPU: a GPU driver's context and pinned memory stay with the parent,
+ * so a GPU server cannot be used in a child at all.  Call it with no other call on the server
+ * running; a server that is not forked is left as it is.
+ */
+void tether_rpc_server_reset(tether_rpc_server_t *server);
+
 /* One line for info output, e.g. "rpc: 64 ports x 32 lanes, thread on cores 0-15 (local to
  * 0000:3b:00.0)" or "... (one NUMA node: any core)". */
 void tether_rpc_server_describe(const tether_rpc_server_t *server, char *buf, size_t size);
@@ -264,7 +293,9 @@ void tether_rpc_server_stats(tether_rpc_server_t *server, struct tether_rpc_stat
 /*
  * Stops the thread (if any) after serving what is pending, releases device
  * memory still held by the device (device_free), frees the shared memory
- * (shared_free) and the server.  NULL is a no-op.
+ * (shared_free) and the server.  NULL is a no-op.  Called from one of the
+ * server's own handlers it prints a diagnostic and does nothing (the thread
+ * would wait for itself).
  */
 void tether_rpc_server_destroy(tether_rpc_server_t *server);
 

@@ -16,7 +16,8 @@
  * Return values: on GPUs printf returns the number of arguments it used, as
  * CUDA's vprintf does (the host formats later); on host-like targets it
  * returns the number of characters, computed locally.  Without a server
- * attached, printf/puts return -1 and write nothing.
+ * attached, or for a message over TETHER_RPC_MSG_MAX, printf/puts return -1
+ * and write nothing.
  */
 #include "device_internal.h"
 #include "printf_scan.h"
@@ -152,6 +153,24 @@ void tether_device_printf_strs(void *walk, unsigned char *dst, uint64_t n)
     }
 }
 
+/* A message longer than the host takes (TETHER_RPC_MSG_MAX; it would drop it) is not sent: one
+ * line on stderr says so, and the caller returns libc's failure value. */
+_Static_assert(TETHER_RPC_MSG_MAX == 64u << 20, "the text below names the limit");
+static bool dev_too_big(uint64_t n, const char *what, uint64_t what_len)
+{
+    static const char pre[] = "tether: a device ",
+                      post[] = " message over 64 MiB (the most one call carries) was not "
+                               "written; the call returned an error\n";
+    if (n <= TETHER_RPC_MSG_MAX)
+        return false;
+    struct tether_rpc_write_hdr hdr = {TETHER_RPC_STDERR, 0};
+    struct dev_iov say[4] = {
+        {&hdr, sizeof hdr}, {pre, sizeof pre - 1}, {what, what_len}, {post, sizeof post - 1}};
+    tether_device_call(TETHER_RPC_OP_WRITE, say, 4, false, (void *)0, 0, (uint64_t *)0,
+                       (uint32_t *)0);
+    return true;
+}
+
 /* Sends a printf call after its first walk *w: `nstrs` %s records of `strs_len` bytes in all. */
 static int dev_printf_send(uint32_t stream, struct dev_printf *w, uint32_t nstrs, uint64_t strs_len,
                            int nargs)
@@ -172,6 +191,8 @@ static int dev_printf_send(uint32_t stream, struct dev_printf *w, uint32_t nstrs
         {w->args, hdr.args_len},
         {w, strs_len | DEV_IOV_PRINTF_STRS},
     };
+    if (dev_too_big(sizeof hdr + hdr.fmt_len + hdr.args_len + strs_len, "printf", 6))
+        return -1;
     bool sent = nstrs > 0 ? tether_device_call_printf(iov, 4)
                           : tether_device_call(TETHER_RPC_OP_PRINTF, iov, 3, false, (void *)0, 0,
                                                (uint64_t *)0, (uint32_t *)0);
@@ -257,6 +278,10 @@ static int dev_write(uint32_t stream, const uint64_t *file, const void *bytes, u
     if (file != (const uint64_t *)0)
         iov[niov++] = (struct dev_iov){file, sizeof *file};
     iov[niov++] = (struct dev_iov){bytes, bytes == (const void *)0 ? 0 : n};
+    if (dev_too_big(sizeof hdr + (file != (const uint64_t *)0 ? sizeof *file : 0) +
+                        (bytes == (const void *)0 ? 0 : n),
+                    "write", 5))
+        return -1;
     if (!tether_device_call(TETHER_RPC_OP_WRITE, iov, niov, false, (void *)0, 0, (uint64_t *)0,
                             (uint32_t *)0))
         return -1;

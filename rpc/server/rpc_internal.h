@@ -184,6 +184,14 @@ struct tether_rpc_server {
     struct srv_thread *thread;
     _Atomic uint32_t kernels; /* kernels running */
     char where[192];          /* placement, for describe */
+
+    /* fork (rpc_thread.c): every live server is on one list, which the fork handlers walk.  In
+     * a child, `forked` is set until tether_rpc_server_reset: the thread and the parent's other
+     * threads' calls did not come along; `fork_whole` says handle_lock was free at the fork, so
+     * the call state is whole and can be freed (else it is dropped). */
+    struct tether_rpc_server *reg_prev, *reg_next;
+    _Atomic bool forked;
+    bool fork_whole;
 };
 
 /* rpc_services.c: runs a built-in service for every unit of a received call;
@@ -219,8 +227,15 @@ void srv_diag(struct tether_rpc_server *srv, const char *fmt, ...)
 /* rpc_server.c: flushes written output (after a sweep). */
 void srv_flush(struct tether_rpc_server *srv);
 
-/* rpc_thread.c */
+/* rpc_thread.c: stops and joins the thread (in a fork child: forgets it); puts a new server
+ * on the list the fork handlers walk, takes one off it. */
 void srv_thread_stop(struct tether_rpc_server *srv);
+void srv_registry_add(struct tether_rpc_server *srv);
+void srv_registry_remove(struct tether_rpc_server *srv);
+
+/* rpc_server.c: in a fork child, drops the call state (freed when `fork_whole`, else let go:
+ * another thread of the parent was changing it) and zeroes the ports. */
+void srv_calls_reset(struct tether_rpc_server *srv);
 
 /* Does a call wait on one of the ports that served the last calls?  A few relaxed loads, no
  * lock: what the server thread polls between sweeps, so that a caller's next call on the same

@@ -172,6 +172,7 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     pthread_mutex_init(&srv->handlers.lock, NULL);
     pthread_mutex_init(&srv->heap_lock, NULL);
     srv_heap_reserve(srv);
+    srv_registry_add(srv);
     *server_p = srv;
     return TETHER_OK;
 
@@ -192,11 +193,50 @@ static void call_free(struct srv_call *call, uint32_t lanes)
     free(call);
 }
 
+void srv_calls_reset(struct tether_rpc_server *srv)
+{
+    uint32_t ports = srv->config.port_count, lanes = srv->config.lane_count;
+    if (srv->fork_whole) {
+        for (uint32_t i = 0; i < srv->nactive; i++)
+            call_free(srv->calls[srv->active[i]], lanes);
+    } else {
+        /* Another thread of the parent held handle_lock at the fork and may have been changing
+         * these: what they hold is let go (a few call objects), never freed twice. */
+        srv->pool = NULL;
+        memset(&srv->text, 0, sizeof srv->text);
+        memset(&srv->reply, 0, sizeof srv->reply);
+    }
+    memset(srv->calls, 0, ports * sizeof *srv->calls);
+    srv->nactive = 0;
+    for (uint32_t i = 0; i < SRV_HOT; i++)
+        atomic_store_explicit(&srv->hot[i], 0, memory_order_relaxed);
+    srv->hot_next = 0;
+    atomic_store_explicit(&srv->hot_answered, false, memory_order_relaxed);
+    srv->handler_cache.valid = false;
+    srv->exit_pending = false;
+    srv->wrote = false;
+    srv->timing_port = 0;
+    srv->timing_seen_t = 0;
+    /* The ports: every call on them was made by a thread the child does not have. */
+    memset(srv->region_host, 0, srv->region_size);
+    memset(srv->locks, 0, rpc_lock_size(ports));
+    rpc_server_init(&srv->rpc, srv->region_host, ports, lanes, srv->locks);
+}
+
 void tether_rpc_server_destroy(tether_rpc_server_t *srv)
 {
     if (srv == NULL)
         return;
+    if (tether_rpc_server_current() == srv) {
+        /* Its thread is running this handler (it would wait for itself). */
+        srv_diag(srv, "tether_rpc_server_destroy called from one of the server's own handlers: "
+                      "not destroyed");
+        return;
+    }
+    srv_registry_remove(srv);
     srv_thread_stop(srv);
+    if (atomic_load(&srv->forked))
+        srv_calls_reset(srv); /* a fork child's copy: the parent's calls are not served */
     /* Serve what is still pending (output written before the device ended). */
     for (int i = 0; i < 16; i++) {
         uint32_t progress = 0;

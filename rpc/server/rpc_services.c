@@ -417,6 +417,14 @@ static void report_unhandled(struct tether_rpc_server *srv, uint32_t opcode, uin
              opcode, (unsigned long long)mask);
 }
 
+/* The server whose user handler this thread runs (tether_rpc_server_current). */
+static _Thread_local struct tether_rpc_server *srv_running_handler;
+
+tether_rpc_server_t *tether_rpc_server_current(void)
+{
+    return srv_running_handler;
+}
+
 /* Runs a user handler on one request: the call's status, the answer's bytes in srv->reply. */
 static uint32_t user_run(struct tether_rpc_server *srv, const struct srv_handler *h,
                          const struct tether_rpc_request *req)
@@ -424,7 +432,11 @@ static uint32_t user_run(struct tether_rpc_server *srv, const struct srv_handler
     struct rpc_outbuf *buf = &srv->reply;
     struct tether_rpc_reply reply = {reply_append, buf};
     buf->len = 0;
-    return h->fn(h->user, req, &reply) == TETHER_OK ? TETHER_RPC_CALL_OK : TETHER_RPC_CALL_ERROR;
+    struct tether_rpc_server *outer = srv_running_handler; /* a handler serving another server */
+    srv_running_handler = srv;
+    tether_status_t st = h->fn(h->user, req, &reply);
+    srv_running_handler = outer;
+    return st == TETHER_OK ? TETHER_RPC_CALL_OK : TETHER_RPC_CALL_ERROR;
 }
 
 void srv_reply_trim(struct tether_rpc_server *srv)

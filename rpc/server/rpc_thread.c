@@ -399,6 +399,14 @@ void srv_thread_stop(struct tether_rpc_server *srv)
     struct srv_thread *t = srv->thread;
     if (t == NULL)
         return;
+    if (atomic_load(&srv->forked)) {
+        /* A fork child: the thread stayed in the parent, and its mutex and condition variable
+         * may be in any state; only the memory is ours. */
+        hwloc_bitmap_free(t->cpuset);
+        free(t);
+        srv->thread = NULL;
+        return;
+    }
     atomic_store(&t->stop, true);
     bell_ring(srv);
     pthread_join(t->tid, NULL);
@@ -423,8 +431,8 @@ void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
     while (old != 0 && !atomic_compare_exchange_weak(&srv->kernels, &old, old - 1))
         ;
     struct srv_thread *t = srv->thread;
-    if (t == NULL) {
-        serve_until_quiet(srv);
+    if (t == NULL || atomic_load_explicit(&srv->forked, memory_order_relaxed)) {
+        serve_until_quiet(srv); /* no thread (in a fork child: not yet restarted) */
     } else {
         uint32_t want = atomic_fetch_add(&t->drain_req, 1) + 1;
         bell_ring(srv);
@@ -451,4 +459,106 @@ void tether_rpc_server_describe(const tether_rpc_server_t *srv, char *buf, size_
     snprintf(buf, size, "rpc: %u ports x %u lanes (%llu KiB shared), %s%s", srv->config.port_count,
              srv->config.lane_count, (unsigned long long)(srv->region_size >> 10), srv->where,
              srv->config.host_client ? ", doorbell" : "");
+}
+
+/* ---- fork ------------------------------------------------------------------------------- */
+
+/*
+ * fork() copies only the thread that calls it.  Before it, the handlers take the locks that are
+ * held only for short bookkeeping (the process-wide handler table, each server's handler table
+ * and heap), so the child gets them whole and free.  handle_lock is not taken: a user handler
+ * runs under it for as long as it likes, and may itself wait for the thread that forks.  In the
+ * child each server is marked forked (its thread is gone); a handle_lock that another thread of
+ * the parent held is made anew, and the call state it guarded is dropped, not freed, by
+ * tether_rpc_server_reset.  A fork inside a user handler leaves that handler's server alone: the
+ * child's one thread is the one serving it.
+ */
+static pthread_mutex_t srv_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tether_rpc_server *srv_registry;
+static pthread_once_t srv_fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&srv_registry_lock);
+    pthread_mutex_lock(&srv_global_handlers.lock);
+    for (struct tether_rpc_server *srv = srv_registry; srv != NULL; srv = srv->reg_next) {
+        pthread_mutex_lock(&srv->handlers.lock);
+        pthread_mutex_lock(&srv->heap_lock);
+    }
+}
+
+static void fork_parent(void)
+{
+    for (struct tether_rpc_server *srv = srv_registry; srv != NULL; srv = srv->reg_next) {
+        pthread_mutex_unlock(&srv->heap_lock);
+        pthread_mutex_unlock(&srv->handlers.lock);
+    }
+    pthread_mutex_unlock(&srv_global_handlers.lock);
+    pthread_mutex_unlock(&srv_registry_lock);
+}
+
+static void fork_child(void)
+{
+    struct tether_rpc_server *own = tether_rpc_server_current();
+    for (struct tether_rpc_server *srv = srv_registry; srv != NULL; srv = srv->reg_next) {
+        pthread_mutex_unlock(&srv->heap_lock);
+        pthread_mutex_unlock(&srv->handlers.lock);
+        if (srv == own)
+            continue;
+        srv->fork_whole = pthread_mutex_trylock(&srv->handle_lock) == 0;
+        if (srv->fork_whole)
+            pthread_mutex_unlock(&srv->handle_lock);
+        else
+            pthread_mutex_init(&srv->handle_lock, NULL); /* held by a thread the child lacks */
+        atomic_store(&srv->forked, true);
+    }
+    pthread_mutex_unlock(&srv_global_handlers.lock);
+    pthread_mutex_unlock(&srv_registry_lock);
+}
+
+static void fork_handlers_install(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void srv_registry_add(struct tether_rpc_server *srv)
+{
+    pthread_once(&srv_fork_once, fork_handlers_install);
+    pthread_mutex_lock(&srv_registry_lock);
+    srv->reg_prev = NULL;
+    srv->reg_next = srv_registry;
+    if (srv_registry != NULL)
+        srv_registry->reg_prev = srv;
+    srv_registry = srv;
+    pthread_mutex_unlock(&srv_registry_lock);
+}
+
+void srv_registry_remove(struct tether_rpc_server *srv)
+{
+    pthread_mutex_lock(&srv_registry_lock);
+    if (srv->reg_prev != NULL)
+        srv->reg_prev->reg_next = srv->reg_next;
+    else
+        srv_registry = srv->reg_next;
+    if (srv->reg_next != NULL)
+        srv->reg_next->reg_prev = srv->reg_prev;
+    srv->reg_prev = srv->reg_next = NULL;
+    pthread_mutex_unlock(&srv_registry_lock);
+}
+
+bool tether_rpc_server_forked(tether_rpc_server_t *srv)
+{
+    return atomic_load_explicit(&srv->forked, memory_order_acquire);
+}
+
+void tether_rpc_server_reset(tether_rpc_server_t *srv)
+{
+    if (srv == NULL || !atomic_load(&srv->forked))
+        return;
+    srv_thread_stop(srv);
+    srv_calls_reset(srv);
+    srv->fork_whole = true;
+    atomic_store(&srv->kernels, 0);
+    atomic_store(&srv->bell.sleepers, 0);
+    atomic_store_explicit(&srv->forked, false, memory_order_release);
 }
