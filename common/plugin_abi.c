@@ -12,8 +12,8 @@
  * Life cycle: __tgt_rtl_init_plugin creates the plugin once; __tgt_rtl_deinit_plugin is called by
  * libomptarget 16 at every __tgt_unregister_lib and is therefore a no-op; the plugin is destroyed
  * by this library's destructor at process exit, after the program's own destructors (which may
- * still run device destructor kernels) have finished, once no other thread is inside an entry
- * point (see "shutdown" below).
+ * still run device destructor kernels) have finished, and only when no other thread still
+ * offloads (see "shutdown" below).
  */
 #include <dlfcn.h>
 #include <errno.h>
