@@ -62,8 +62,9 @@ TGT_EXPORT unsigned char tether_rtl_probe_target[512];
  * exit() runs the destructor while other threads may be inside an entry point (a target region
  * running on the host plugin, a transfer) or between two calls of a region.  Every entry point
  * that touches the plugin passes a gate (ABI_GATE: counted in abi_calls until it returns).  The
- * destructor waits until no call of another thread is inside; calls go on meanwhile (the rest of
- * a region in flight: its synchronisation, copies back, frees).  Then:
+ * destructor waits until no call of another thread is inside and no kernel is left to
+ * synchronise; calls go on meanwhile (the rest of a region in flight: its synchronisation,
+ * copies back, frees).  Then:
  *  - when another thread was inside, or came meanwhile, the process still offloads on other
  *    threads: nothing is destroyed (the process's end reclaims it all; the RPC threads go on
  *    serving) and every later call goes on.  Making them wait would hang the exit: libomp's
