@@ -20,18 +20,35 @@ double table[4] = {1.0, 2.0, 3.0, 4.0};
 
 int main(void)
 {
-    uintptr_t g_addr = 0, table_addr = 0;
     int host_is_device = strcmp(TETHER_EXPECT_PLUGIN, "x86_64") == 0;
+    int dev = omp_get_default_device();
     int r = 0;
 
-    conf_require_tether(0);
-#pragma omp target map(from : g_addr, table_addr)
-    {
-        g_addr = (uintptr_t)&g;
-        table_addr = (uintptr_t)&table[0];
+    /* Results go to managed memory, and conf_require_tether is not used: under USM a mapped host
+     * variable reaches the kernel by its host address, which a GPU without pageable-memory access
+     * cannot write. */
+    uintptr_t *addr = llvm_omp_target_alloc_shared(3 * sizeof(*addr), dev);
+    if (addr == NULL) {
+        fprintf(stderr, "FAIL: llvm_omp_target_alloc_shared on device %d\n", dev);
+        return 2;
     }
-    CHECK(g_addr == (uintptr_t)&g);
-    CHECK(table_addr == (uintptr_t)&table[0]);
+    addr[2] = 1;
+#pragma omp target is_device_ptr(addr) device(dev)
+    {
+        addr[0] = (uintptr_t)&g;
+        addr[1] = (uintptr_t)&table[0];
+        addr[2] = (uintptr_t)omp_is_initial_device();
+    }
+    struct tether_device_info info;
+    if (addr[2] != 0 || tether_device_query(dev, &info) != TETHER_OK ||
+        strcmp(info.plugin, TETHER_EXPECT_PLUGIN) != 0) {
+        fprintf(stderr, "FAIL: device %d did not run the region through tether's %s plugin\n", dev,
+                TETHER_EXPECT_PLUGIN);
+        return 2;
+    }
+    CHECK(addr[0] == (uintptr_t)&g);
+    CHECK(addr[1] == (uintptr_t)&table[0]);
+    omp_target_free(addr, dev);
     if (!host_is_device) {
         return conf_exit("c15_usm_globals");
     }
