@@ -11,6 +11,8 @@
 #                    -fopenmp-target-jit: its image is LLVM bitcode)
 #   bin/omp-rpc/     printf, malloc and rpc of test/cuda/omp/ linked with -ltether-device (rpc.c
 #                    only here: it needs tether's RPC server)
+#   bin/stress/      programs of test/cuda/stress/ for sm_90, run many times by device-run.sh
+#                    (taskwait_deps: step taskdeps)
 #   bin/multi/       the two-GPU acceptance test (test/cuda/multi/multi_gpu.c, sm_90, linked with
 #                    $TETHER_BUILD/rpc/device/libtether-device.a), when that library is built
 #   bin/conformance/ the conformance suite (test/conformance) for sm_90
@@ -61,7 +63,7 @@ fi
 # 2. Unpack and keep only what libomptarget and LLVM's CUDA plugin load.
 rm -rf "$stage" "$out/unpacked"
 mkdir -p "$out/unpacked" "$stage/lib" "$stage/plugins-llvm" "$stage/plugins-tether" \
-  "$stage/bin/omp" "$stage/bin/conformance" "$stage/bin/multi"
+  "$stage/bin/omp" "$stage/bin/stress" "$stage/bin/conformance" "$stage/bin/multi"
 for d in "$debs"/*.deb; do dpkg-deb -x "$d" "$out/unpacked"; done
 u=$out/unpacked
 keep=(
@@ -112,6 +114,15 @@ for src in "$root"/test/cuda/omp/*.c; do
   [ -x "$stage/bin/omp/$name" ] || die "clang-16 failed on $src"
 done
 say "OpenMP programs: $(ls "$stage/bin/omp" | tr '\n' ' ')"
+
+# 4a. Stress programs for sm_90: each is run many times on the GPU machine and its failures
+# counted (test/cuda/stress/taskwait_deps.c: libomp 16's taskwait-depend race, step taskdeps).
+for src in "$root"/test/cuda/stress/*.c; do
+  name=$(basename "$src" .c)
+  clang-16 "${ompflags[@]}" -o "$stage/bin/stress/$name" "$src" 2>&1 | grep -v "CUDA version is newer" || true
+  [ -x "$stage/bin/stress/$name" ] || die "clang-16 failed on $src"
+done
+say "stress programs: $(ls "$stage/bin/stress" | tr '\n' ' ')"
 
 # 4b. The two-GPU acceptance test, with the RPC device library (printf/malloc over RPC).
 devlib=$build/rpc/device/libtether-device.a

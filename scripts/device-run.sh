@@ -13,12 +13,18 @@
 #                tether's with TETHER_WAIT=spin and =adaptive, and CUDA's empty launch, in
 #                alternation, TETHER_WAIT_ROUNDS times (default 3) -> $OUT/wait.txt (every
 #                figure), the medians against the goals -> $OUT/wait-summary.txt (and summary.txt)
+#   taskdeps     not run by default: test/cuda/stress/taskwait_deps.c, N times through LLVM 16's
+#                plugin and N times through tether's (N: the step word taskdeps=N, else
+#                TETHER_TASKDEPS_RUNS, default 200); counts the runs that hit libomp 16's
+#                kmp_taskdeps.h(26) assertion (its taskwait-depend race, docs/conformance.md)
+#                under each (and runs that hit another libomp assertion, named) ->
+#                $OUT/taskdeps.txt; FAIL when a run through tether's plugin fails in any other way
 #   conformance  the conformance suite through tether's plugin  -> $OUT/conformance.txt
 #   llvm-suite   LLVM 16's own offload test suite (openmp/libomptarget/test, sm_90) through
 #                LLVM 16's plugin and tether's, pass/fail side by side -> $OUT/llvm-suite.txt;
 #                FAIL when a test passes under LLVM's plugin only or a run did not use the
 #                plugin it names
-#   multi        the two-GPU acceptance test (issue 6) through tether's plugin -> $OUT/multi.txt;
+#   multi        the two-GPU acceptance test through tether's plugin -> $OUT/multi.txt;
 #                SKIP (not PASS) with fewer than two GPUs, FAIL when it skips although
 #                nvidia-smi lists two or more
 #   mpi          CUDA interop checks, and examples/mpi_halo.c under the bundled Open MPI: 2 and 4
@@ -36,8 +42,21 @@ set -uo pipefail
 
 bundle=${1:?usage: device-run.sh BUNDLE [STEP...]}
 shift
-asked=$*
-steps=${*:-hello jit native llvm16 tether wait conformance llvm-suite multi mpi}
+# taskdeps=N names the step taskdeps and its number of runs.
+taskdeps_runs=${TETHER_TASKDEPS_RUNS:-200}
+args=()
+for a in "$@"; do
+  case $a in
+    taskdeps=*) taskdeps_runs=${a#taskdeps=}; args+=(taskdeps) ;;
+    *) args+=("$a") ;;
+  esac
+done
+asked=${args[*]}
+steps=${asked:-hello jit native llvm16 tether wait conformance llvm-suite multi mpi}
+[[ $taskdeps_runs =~ ^[1-9][0-9]*$ ]] || {
+  echo "device-run.sh: the taskdeps run count must be a positive number, not '$taskdeps_runs'" >&2
+  exit 2
+}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/device-out}
 work=${TETHER_DEVICE_WORK:-/tmp/tether-device}
@@ -269,6 +288,69 @@ if want wait; then
   else
     say "wait: no tether plugin or no bin/omp/waitcpu in the bundle, skipped"
     skipped+=(wait)
+  fi
+fi
+
+# 5c. taskdeps: libomp 16's race in __kmpc_omp_taskwait_deps_51 (docs/conformance.md) aborts some
+# runs of a program that waits for target tasks with `taskwait depend` with "Assertion failure
+# at kmp_taskdeps.h(26)".  bin/stress/taskwait_deps runs N times through each plugin (the two
+# alternating) and each run is classed: passed, hit that assertion, hit another libomp assertion
+# (named in the report), or failed otherwise (a wrong value, another crash, a hang), which fails
+# the step through tether's plugin.  One run per plugin first, with LIBOMPTARGET_INFO=16, proves
+# which plugin launched the program's kernels.
+if want taskdeps; then
+  prog=$work/bin/stress/taskwait_deps
+  if [ $have_tether = 1 ] && [ -x "$prog" ]; then
+    say "taskdeps: $taskdeps_runs runs through each plugin"
+    : >"$out/taskdeps.txt"
+    served=1
+    for cfg in llvm16 tether; do
+      if [ $cfg = tether ]; then
+        plugins="plugins-tether" pattern='^tether \(cuda\): device [0-9]+: launching kernel __omp_offloading_'
+      else
+        plugins="plugins-llvm" pattern='Launching kernel __omp_offloading_'
+      fi
+      LIBOMPTARGET_INFO=16 omp_run "$plugins" "$prog" 2 >"$work/taskdeps.txt" 2>&1
+      if ! grep -Eq "$pattern" "$work/taskdeps.txt"; then
+        echo "$cfg: the program's kernels were not launched by $plugins" | tee -a "$out/taskdeps.txt"
+        tail -5 "$work/taskdeps.txt" | sed 's/^/    /' | tee -a "$out/taskdeps.txt"
+        served=0
+      fi
+    done
+    if [ $served = 1 ]; then
+      # Per plugin: runs that hit kmp_taskdeps.h(26), another libomp assertion, another failure.
+      declare -A runs=()
+      count() { runs[$1]=$((${runs[$1]:-0} + 1)); }
+      for r in $(seq "$taskdeps_runs"); do
+        for cfg in llvm16 tether; do
+          plugins="plugins-llvm"
+          [ $cfg = tether ] && plugins="plugins-tether"
+          omp_run "$plugins" "$prog" >"$work/taskdeps.txt" 2>&1
+          rc=$?
+          if grep -q 'Assertion failure at kmp_taskdeps\.h(26)' "$work/taskdeps.txt"; then
+            count "$cfg deps"
+          elif grep -q 'Assertion failure at ' "$work/taskdeps.txt"; then
+            count "$cfg assert"
+            echo "$cfg: run $r: $(grep -m1 -o 'Assertion failure at [^ ]*' "$work/taskdeps.txt")" >>"$out/taskdeps.txt"
+          elif [ $rc -ne 0 ] || ! grep -q '^taskwait_deps: [0-9]* rounds ok' "$work/taskdeps.txt"; then
+            count "$cfg other"
+            echo "$cfg: run $r failed (exit $rc):" >>"$out/taskdeps.txt"
+            tail -8 "$work/taskdeps.txt" | sed 's/^/    /' >>"$out/taskdeps.txt"
+          fi
+        done
+      done
+      for cfg in llvm16 tether; do
+        echo "taskdeps: $cfg: $taskdeps_runs runs, ${runs[$cfg deps]:-0} hit the kmp_taskdeps.h(26) assertion, ${runs[$cfg assert]:-0} another libomp assertion, ${runs[$cfg other]:-0} failed otherwise" >>"$out/taskdeps.txt"
+      done
+      [ "${runs[tether other]:-0}" -eq 0 ] ||
+        fail "taskdeps: ${runs[tether other]} run(s) through tether's plugin failed other than by a libomp assertion"
+    else
+      fail "taskdeps: a plugin did not serve the program"
+    fi
+    cat "$out/taskdeps.txt"
+  else
+    say "taskdeps: no tether plugin or no bin/stress/taskwait_deps in the bundle, skipped"
+    skipped+=(taskdeps)
   fi
 fi
 

@@ -1,8 +1,9 @@
 /* taskwait_deps.c - target tasks with dependences, waited for by `taskwait depend(...)`, in a
  * loop: each round chains two nowait regions through an inout dependence on one array and one
  * on another, waits for the first chain with taskwait depend, checks it, then waits for the
- * rest.  Exits 1 on a wrong value.  Run many times (run_stress.sh): libomp 16's taskwait-depend
- * code has a race on its stack node that short target tasks can expose. */
+ * rest.  Exits 1 on a wrong value; the argument is the number of rounds (default 200).  Run many
+ * times by scripts/device-run.sh step taskdeps: libomp 16's taskwait-depend code has a race on
+ * its stack node that short target tasks can expose (docs/conformance.md). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
