@@ -155,6 +155,55 @@ bad)
     echo "bad conversions print markers; puts/fputs/fwrite/fprintf reach both streams"
   fi
   ;;
+prefix)
+  # TETHER_RPC_PREFIX on the lines of offload_prefix (its opening comment lists them), from
+  # device 0 and device 1: unset, with each rank variable of the launchers, and with unknown
+  # conversions, each said once and printed as written.
+  export TETHER_X86_64_DEVICES=2
+  launch_vars=(OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID TETHER_RPC_PREFIX)
+  lines() { # lines NAME P0 P1 VAR=VALUE...: run with the VARs, want prefix P0 on device 0's lines
+    local name=$1 p0=$2 p1=$3 p l
+    shift 3
+    env "${launch_vars[@]/#/-u}" "$@" "$bin/offload_prefix" lines > "$work/$name.out" \
+      2> "$work/$name.err" || fail "$name: exit status $?: $(head -c 500 "$work/$name.err")"
+    for p in "$p0" "$p1"; do
+      for l in one two "partial continued" "puts line" fw "" "after empty" "100%"; do
+        printf '%s%s\n' "$p" "$l"
+      done
+      printf '%scut%s by it\n' "$p" "$p" # output to stderr came between "cut" and " by it"
+    done > "$work/$name.out.want"
+    printf '%sno newline at the end' "$p1" >> "$work/$name.out.want"
+    for p in "$p0" "$p1"; do
+      for l in "err one" "err two" "fprintf 7" "other stream"; do printf '%s%s\n' "$p" "$l"; done
+    done > "$work/$name.err.want"
+    cmp -s "$work/$name.out.want" "$work/$name.out" || {
+      diff "$work/$name.out.want" "$work/$name.out" | head -20 >&2
+      fail "$name: stdout differs"
+    }
+    grep -v '^tether: warning: ' "$work/$name.err" | cmp -s "$work/$name.err.want" - || {
+      grep -v '^tether: warning: ' "$work/$name.err" | diff "$work/$name.err.want" - | head -20 >&2
+      fail "$name: stderr differs"
+    }
+  }
+  lines unset "" ""
+  ! grep -q '^tether' "$work/unset.err" ||
+    fail "unset: tether said something: $(grep '^tether' "$work/unset.err")"
+  lines ompi "[3:0] " "[3:1] " "TETHER_RPC_PREFIX=[%r:%d] " OMPI_COMM_WORLD_RANK=3 PMI_RANK=9 \
+    PMIX_RANK=9 SLURM_PROCID=9
+  lines pmi "5/0%|" "5/1%|" "TETHER_RPC_PREFIX=%r/%d%%|" PMI_RANK=5 PMIX_RANK=9 SLURM_PROCID=9
+  lines pmix "6 " "6 " "TETHER_RPC_PREFIX=%r " PMIX_RANK=6 SLURM_PROCID=9
+  lines slurm "r7 " "r7 " "TETHER_RPC_PREFIX=r%r " OMPI_COMM_WORLD_RANK=x SLURM_PROCID=7
+  lines none "-:0 " "-:1 " "TETHER_RPC_PREFIX=%r:%d "
+  lines unknown "%q<0>%" "%q<1>%" "TETHER_RPC_PREFIX=%q<%d>%"
+  grep '^tether: ' "$work/unknown.err" > "$work/unknown.said"
+  printf '%s\n' "tether: warning: TETHER_RPC_PREFIX=%q<%d>%: unknown %q, printed as it is (known: %r the MPI rank, %d the device, %% a %)" |
+    cmp -s - "$work/unknown.said" || fail "unknown: want one warning naming %q, got: $(cat "$work/unknown.said")"
+  lines end "0%" "1%" "TETHER_RPC_PREFIX=%d%"
+  grep -c '^tether: warning: TETHER_RPC_PREFIX=%d%: a % at the end, printed as it is' \
+    "$work/end.err" | grep -qx 1 || fail "end: want one warning about the % at the end: $(grep '^tether' "$work/end.err")"
+  echo "each device line prefixed once with its rank (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK," \
+       "SLURM_PROCID, none) and device; unknown conversions printed and said once"
+  ;;
 soak | soak-asan)
   # Two devices: every host thread moves between them from round to round.  The ASan build
   # compares no resident sizes (the quarantine keeps freed memory); LeakSanitizer checks at exit.
