@@ -211,27 +211,38 @@ static void report_dropped(struct tether_rpc_server *srv, const char *what, cons
                         : "was dropped: out of host memory");
 }
 
+/* The formatter's sink: a call whose text fills pieces is written piece by piece, the stream
+ * locked from the first piece to the end of the call. */
+static void printf_piece(void *ctx, const char *bytes, size_t n)
+{
+    struct out_call *c = ctx;
+    out_hold(c);
+    out_text(c, bytes, n);
+}
+
 static void serve_printf(struct tether_rpc_server *srv, const struct srv_msg *m)
 {
+    struct tether_rpc_printf_hdr hdr;
     if (m->too_big || m->oom) {
         report_dropped(srv, "printf message", m);
         return;
     }
-    uint32_t stream = TETHER_RPC_STDOUT;
-    srv->text.len = 0;
-    tether_status_t st = rpc_printf_format_msg(&srv->text, m->data, m->have, &stream, NULL);
-    if (st == TETHER_ERR_INVALID) {
+    if (m->have < sizeof hdr) {
         srv_count(&srv->st_malformed, 1);
         srv_diag(srv, "printf message of %llu bytes is shorter than its header",
                  (unsigned long long)m->have);
         return;
     }
-    if (st == TETHER_ERR_NO_MEMORY)
-        srv_diag(srv, "printf output cut short: out of host memory");
+    memcpy(&hdr, m->data, sizeof hdr);
     struct out_call c;
-    out_open(&c, srv, stream_of(srv, stream));
+    out_open(&c, srv, stream_of(srv, hdr.stream));
+    struct rpc_printf_sink sink = {printf_piece, &c};
+    srv->text.len = 0;
+    tether_status_t st = rpc_printf_format_msg(&srv->text, m->data, m->have, &sink, NULL, NULL);
     out_text(&c, srv->text.data, srv->text.len);
     out_close(&c);
+    if (st == TETHER_ERR_NO_MEMORY)
+        srv_diag(srv, "printf output cut short: out of host memory");
 }
 
 static void serve_write(struct tether_rpc_server *srv, const struct srv_msg *m)

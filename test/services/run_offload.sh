@@ -204,6 +204,25 @@ prefix)
   echo "each device line prefixed once with its rank (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK," \
        "SLURM_PROCID, none) and device; unknown conversions printed and said once"
   ;;
+printf-big)
+  # printf output over 4 MiB (a string of 80000 lines; one line of 1100 conversions of width
+  # 4096) written whole, with and without a prefix, and printf's return values.
+  "$bin/offload_prefix" expect-big > "$work/want.out" 2> "$work/want.err"
+  for prefix in "" "<%r> "; do
+    TETHER_RPC_PREFIX=$prefix SLURM_PROCID=4 "$bin/offload_prefix" big > "$work/out.txt" \
+      2> "$work/err.txt" || fail "exit status $?: $(head -c 500 "$work/err.txt")"
+    want=$work/want.out
+    if [ -n "$prefix" ]; then
+      sed 's/^/<4> /' "$work/want.out" > "$work/want-prefixed.out"
+      want=$work/want-prefixed.out
+    fi
+    cmp "$want" "$work/out.txt" >&2 ||
+      fail "prefix '$prefix': stdout differs: $(stat -c %s "$work/out.txt") bytes, want $(stat -c %s "$want")"
+    cmp -s "$work/want.err" "$work/err.txt" ||
+      fail "prefix '$prefix': stderr $(head -c 300 "$work/err.txt"), want $(cat "$work/want.err")"
+    echo "prefix '$prefix': $(stat -c %s "$work/out.txt") bytes as the host's printf wrote them"
+  done
+  ;;
 soak | soak-asan)
   # Two devices: every host thread moves between them from round to round.  The ASan build
   # compares no resident sizes (the quarantine keeps freed memory); LeakSanitizer checks at exit.

@@ -28,9 +28,9 @@
 /* One line of 1100 conversions, each 4096 wide: 4,505,601 bytes from an 8 KiB format. */
 static int print_wide(void)
 {
-    return printf(W100 W100 W100 W100 W100 W100 W100 W100 W100 W100 W100 "\n", V100(0),
-                  V100(100), V100(200), V100(300), V100(400), V100(500), V100(600), V100(700),
-                  V100(800), V100(900), V100(1000));
+    return printf(W100 W100 W100 W100 W100 W100 W100 W100 W100 W100 W100 "\n", V100(0), V100(100),
+                  V100(200), V100(300), V100(400), V100(500), V100(600), V100(700), V100(800),
+                  V100(900), V100(1000));
 }
 
 static void print_lines(int last)
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
             return 1;
         int r1, r2;
         if (strcmp(mode, "big") == 0) {
-#pragma omp target map(to : big[0 : len + 1]) map(from : r1, r2)
+#pragma omp target map(to : big [0:len + 1]) map(from : r1, r2)
             {
                 r1 = printf("%s", big);
                 r2 = print_wide();
