@@ -89,9 +89,10 @@ static void prefix_init(struct tether_rpc_server *srv)
 static _Atomic uint64_t out_seq;
 
 /* One call's output to one stream.  Without a prefix it is one fwrite, as the device's call was
- * one call.  With a prefix the stream stays locked for the whole call (no other writer of the
- * process can put bytes between a prefix and its line), and the prefixed text is gathered in buf
- * and written with fwrite_unlocked. */
+ * one call (a printf whose text fills pieces: one per piece, the stream locked from the first
+ * piece to the end of the call).  With a prefix the stream stays locked for the whole call (no
+ * other writer of the process can put bytes between a prefix and its line), and the prefixed text
+ * is gathered in buf and written with fwrite_unlocked. */
 struct out_call {
     struct tether_rpc_server *srv;
     FILE *f;

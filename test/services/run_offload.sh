@@ -201,8 +201,13 @@ prefix)
   lines end "0%" "1%" "TETHER_RPC_PREFIX=%d%"
   grep -c '^tether: warning: TETHER_RPC_PREFIX=%d%: a % at the end, printed as it is' \
     "$work/end.err" | grep -qx 1 || fail "end: want one warning about the % at the end: $(grep '^tether' "$work/end.err")"
+  x255=$(printf 'x%.0s' {1..255})
+  lines long "${x255}0" "${x255}1" "TETHER_RPC_PREFIX=${x255}%dyy"
+  grep -c '^tether: warning: TETHER_RPC_PREFIX=x*%dyy expands to more than 256 bytes: only the first 256 are used$' \
+    "$work/long.err" | grep -qx 1 || fail "long: want one warning about the length: $(grep '^tether' "$work/long.err")"
   echo "each device line prefixed once with its rank (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK," \
-       "SLURM_PROCID, none) and device; unknown conversions printed and said once"
+       "SLURM_PROCID, none) and device; unknown conversions printed and said once; a prefix" \
+       "over 256 bytes cut and said once"
   ;;
 printf-big)
   # printf output over 4 MiB (a string of 80000 lines; one line of 1100 conversions of width
