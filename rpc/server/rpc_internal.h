@@ -154,6 +154,15 @@ struct tether_rpc_server {
     struct rpc_outbuf text;
     bool wrote;        /* something written since the last flush */
     uint64_t flush_ns; /* CLOCK_MONOTONIC of the last flush */
+    /* TETHER_RPC_PREFIX (rpc_services.c), expanded at the server's first output (prefix_ready);
+     * prefix_len 0: none.  line_file: the stream on which this server's last output ended inside
+     * a line, with line_seq the process's output count after it (the line goes on without a
+     * prefix only if nothing was written since); NULL: none. */
+    bool prefix_ready;
+    size_t prefix_len;
+    char prefix[256];
+    FILE *line_file;
+    uint64_t line_seq;
 
     bool trace; /* TETHER_RPC_TRACE set: one diagnostic line per call (debugging) */
     /* TETHER_RPC_TIMING set: time each call from open to close, and the gap between a call's

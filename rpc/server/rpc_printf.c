@@ -52,29 +52,53 @@ tether_status_t rpc_outbuf_append(struct rpc_outbuf *buf, const void *bytes, siz
 /* Formatting state of one call. */
 struct fmt_state {
     struct rpc_outbuf *out;
-    size_t base;    /* out->len when the call started */
-    bool truncated; /* output hit RPC_PRINTF_OUT_MAX */
-    bool missing;   /* the argument buffer ran out */
+    size_t base;                        /* out->len when the call started */
+    size_t limit;                       /* with a sink RPC_PRINTF_PIECE, else SIZE_MAX */
+    const struct rpc_printf_sink *sink; /* takes each piece of `limit` bytes; NULL: none */
+    bool full;                          /* the full run (pscan_next), else the plain run */
+    bool missing;                       /* the argument buffer ran out */
     tether_status_t st;
     const unsigned char *args;
     size_t args_len;
     size_t off;                  /* unnumbered formats: next argument offset */
     const struct pscan_pos *pos; /* numbered formats: where each argument lies; else NULL */
-    bool again;                  /* the plain run met a conversion that may number an argument */
+    bool again; /* the plain run met a conversion that may number an argument, or filled a piece */
     const struct rpc_printf_str *strs;
     size_t nstrs;
     size_t next_str;
     uint32_t nconv;
 };
 
+/* Output that fills a piece: the sink takes each whole piece, and out keeps less than one.  The
+ * plain run hands nothing over, as a later conversion may show that the format numbers its
+ * arguments and its output is another: it stops, and the caller formats again with the full
+ * run. */
+static void emit_pieces(struct fmt_state *s, const char *bytes, size_t n)
+{
+    if (!s->full) {
+        s->again = true;
+        return;
+    }
+    while (n > 0 && s->st == TETHER_OK) {
+        size_t room = s->limit - (s->out->len - s->base);
+        size_t k = n < room ? n : room;
+        s->st = rpc_outbuf_append(s->out, bytes, k);
+        bytes += k;
+        n -= k;
+        if (s->st == TETHER_OK && k == room) {
+            s->sink->take(s->sink->ctx, s->out->data + s->base, s->limit);
+            s->out->len = s->base;
+        }
+    }
+}
+
 static void emit(struct fmt_state *s, const char *bytes, size_t n)
 {
-    if (s->st != TETHER_OK || s->truncated)
+    if (s->st != TETHER_OK || s->again)
         return;
-    size_t used = s->out->len - s->base;
-    if (n > RPC_PRINTF_OUT_MAX - used) {
-        n = RPC_PRINTF_OUT_MAX - used;
-        s->truncated = true;
+    if (n >= s->limit - (s->out->len - s->base)) {
+        emit_pieces(s, bytes, n);
+        return;
     }
     s->st = rpc_outbuf_append(s->out, bytes, n);
 }
@@ -127,7 +151,7 @@ static void emit_bad(struct fmt_state *s, const char *fmt, const struct pscan_sp
 /* Runs snprintf with one validated spec into the output buffer. */
 static void emit_printf(struct fmt_state *s, const char *spec, ...)
 {
-    if (s->st != TETHER_OK || s->truncated)
+    if (s->st != TETHER_OK || s->again)
         return;
     char small[512];
     va_list ap;
@@ -506,18 +530,19 @@ static void format_conv(struct fmt_state *s, const char *fmt, const struct pscan
     }
 }
 
-/* Formats the whole format once.  The plain run (!full: pscan_next_plain) stops at the first
- * conversion that may number an argument and sets s->again: the caller runs again with
- * pscan_next and, if the format numbers its arguments, their layout. */
-static void format_run(struct fmt_state *s, const char *fmt, size_t fmt_len, bool full)
+/* Formats the whole format once.  The plain run (!s->full: pscan_next_plain) stops at the first
+ * conversion that may number an argument, or when its output fills a piece for the sink, and sets
+ * s->again: the caller runs again with pscan_next and, if the format numbers its arguments, their
+ * layout. */
+static void format_run(struct fmt_state *s, const char *fmt, size_t fmt_len)
 {
     size_t pos = 0;
     size_t lit = 0;
     struct pscan_spec spec;
-    while (s->st == TETHER_OK && !s->truncated &&
-           (full ? pscan_next(fmt, fmt_len, &pos, &spec)
-                 : pscan_next_plain(fmt, fmt_len, &pos, &spec))) {
-        if (!full && pscan_maybe_numbered(&spec)) {
+    while (s->st == TETHER_OK && !s->again &&
+           (s->full ? pscan_next(fmt, fmt_len, &pos, &spec)
+                    : pscan_next_plain(fmt, fmt_len, &pos, &spec))) {
+        if (!s->full && pscan_maybe_numbered(&spec)) {
             s->again = true;
             return;
         }
@@ -525,7 +550,7 @@ static void format_run(struct fmt_state *s, const char *fmt, size_t fmt_len, boo
         format_conv(s, fmt, &spec);
         lit = pos;
     }
-    if (s->st == TETHER_OK && !s->truncated) {
+    if (s->st == TETHER_OK && !s->again) {
         size_t end = lit;
         while (end < fmt_len && fmt[end] != '\0')
             end++;
@@ -536,11 +561,13 @@ static void format_run(struct fmt_state *s, const char *fmt, size_t fmt_len, boo
 tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_t fmt_len,
                                   const void *args, size_t args_len,
                                   const struct rpc_printf_str *strs, size_t nstrs,
-                                  uint32_t *nconv_p)
+                                  const struct rpc_printf_sink *sink, uint32_t *nconv_p)
 {
     struct fmt_state s = {
         .out = out,
         .base = out->len,
+        .limit = sink != NULL ? RPC_PRINTF_PIECE : SIZE_MAX,
+        .sink = sink,
         .st = TETHER_OK,
         .args = args,
         .args_len = args == NULL ? 0 : args_len,
@@ -549,15 +576,19 @@ tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_
     };
     if (fmt == NULL)
         fmt_len = 0;
-    format_run(&s, fmt, fmt_len, false);
+    format_run(&s, fmt, fmt_len);
     struct pscan_pos pos;
     if (s.again) {
-        /* Maybe numbered arguments: again, from the start, with each argument's place. */
+        /* Maybe numbered arguments, or a piece for the sink: again, from the start, with each
+         * argument's place. */
         out->len = s.base;
         pscan_pos_scan(fmt, fmt_len, &pos);
         s = (struct fmt_state){
             .out = out,
             .base = out->len,
+            .limit = s.limit,
+            .sink = sink,
+            .full = true,
             .st = TETHER_OK,
             .args = s.args,
             .args_len = s.args_len,
@@ -565,10 +596,8 @@ tether_status_t rpc_printf_format(struct rpc_outbuf *out, const char *fmt, size_
             .nstrs = s.nstrs,
             .pos = pos.numbered ? &pos : NULL,
         };
-        format_run(&s, fmt, fmt_len, true);
+        format_run(&s, fmt, fmt_len);
     }
-    if (s.truncated && s.st == TETHER_OK)
-        s.st = rpc_outbuf_append(out, "<truncated>", 11);
     if (s.st == TETHER_OK && nconv_p != NULL)
         *nconv_p = s.nconv;
     return s.st;
@@ -586,7 +615,8 @@ static bool msg_take(const unsigned char **p, size_t *left, size_t n, const unsi
 }
 
 tether_status_t rpc_printf_format_msg(struct rpc_outbuf *out, const void *msg, size_t msg_len,
-                                      uint32_t *stream_p, uint32_t *nconv_p)
+                                      const struct rpc_printf_sink *sink, uint32_t *stream_p,
+                                      uint32_t *nconv_p)
 {
     struct tether_rpc_printf_hdr hdr;
     if (msg == NULL || msg_len < sizeof hdr)
@@ -631,8 +661,8 @@ tether_status_t rpc_printf_format_msg(struct rpc_outbuf *out, const void *msg, s
         strs[got].data = (const char *)bytes;
         strs[got].len = len;
     }
-    tether_status_t st =
-        rpc_printf_format(out, (const char *)fmt, fmt_len, args, args_len, strs, got, nconv_p);
+    tether_status_t st = rpc_printf_format(out, (const char *)fmt, fmt_len, args, args_len, strs,
+                                           got, sink, nconv_p);
     if (strs != small)
         free(strs);
     if (st == TETHER_OK && stream_p != NULL)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rpc_env.h"
 #include "rpc_internal.h"
 
 /* ---- output ----------------------------------------------------------------------------- */
@@ -16,11 +17,189 @@ static FILE *stream_of(struct tether_rpc_server *srv, uint32_t stream)
     return stream == TETHER_RPC_STDERR ? srv->err : srv->out;
 }
 
-/* One fwrite per call: no other call's bytes can land inside it. */
-static void write_text(struct tether_rpc_server *srv, FILE *f, const void *bytes, size_t n)
+/*
+ * TETHER_RPC_PREFIX: a pattern put before every line of device output (docs/usage.md), expanded
+ * once per server, at its first output: %r the MPI rank that the launcher put in the environment
+ * ('-' if none), %d the device number (config.device_id), %% a '%'.  Any other '%' is printed as
+ * it is, and one warning per process names it.
+ */
+
+/* The first variable of the launchers' rank variables that holds a whole number, else "-". */
+static const char *prefix_rank(void)
 {
-    if (n > 0 && fwrite(bytes, 1, n, f) != n)
-        clearerr(f);
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                       "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *s = tether_env_str(vars[i]);
+        size_t n = s != NULL ? strspn(s, "0123456789") : 0;
+        if (n > 0 && n <= 10 && s[n] == '\0')
+            return s;
+    }
+    return "-";
+}
+
+static void prefix_init(struct tether_rpc_server *srv)
+{
+    srv->prefix_ready = true;
+    const char *pat = tether_env_str("TETHER_RPC_PREFIX");
+    if (pat == NULL)
+        return;
+    char dev[16];
+    snprintf(dev, sizeof dev, "%u", srv->config.device_id);
+    const char *bad = NULL; /* the first unknown '%' */
+    bool cut = false;
+    size_t n = 0;
+    for (const char *p = pat; *p != '\0'; p++) {
+        const char *add = p;
+        size_t k = 1;
+        if (*p == '%' && (p[1] == 'r' || p[1] == 'd' || p[1] == '%')) {
+            p++;
+            add = *p == 'r' ? prefix_rank() : *p == 'd' ? dev : "%";
+            k = strlen(add);
+        } else if (*p == '%' && bad == NULL) {
+            bad = p; /* printed as it is: this '%', then what follows it */
+        }
+        if (k > sizeof srv->prefix - n) {
+            k = sizeof srv->prefix - n;
+            cut = true;
+        }
+        memcpy(srv->prefix + n, add, k);
+        n += k;
+    }
+    srv->prefix_len = n;
+    if (bad != NULL && bad[1] != '\0')
+        tether_env_warn("TETHER_RPC_PREFIX",
+                        "TETHER_RPC_PREFIX=%s: unknown %%%c, printed as it is (known: %%r the MPI "
+                        "rank, %%d the device, %%%% a %%)",
+                        pat, bad[1]);
+    else if (bad != NULL)
+        tether_env_warn("TETHER_RPC_PREFIX",
+                        "TETHER_RPC_PREFIX=%s: a %% at the end, printed as it is (known: %%r the "
+                        "MPI rank, %%d the device, %%%% a %%)",
+                        pat);
+    if (cut)
+        tether_env_warn("TETHER_RPC_PREFIX (length)",
+                        "TETHER_RPC_PREFIX=%s expands to more than %zu bytes: only the first %zu "
+                        "are used",
+                        pat, sizeof srv->prefix, sizeof srv->prefix);
+}
+
+/* Counts the prefixed writes of every server in the process: a server's line that did not end
+ * goes on without a prefix only while nobody wrote since (printf("%d ", i) in a loop). */
+static _Atomic uint64_t out_seq;
+
+/* One call's output to one stream.  Without a prefix it is one fwrite, as the device's call was
+ * one call (a printf whose text fills pieces: one per piece, the stream locked from the first
+ * piece to the end of the call).  With a prefix the stream stays locked for the whole call (no
+ * other writer of the process can put bytes between a prefix and its line), and the prefixed text
+ * is gathered in buf and written with fwrite_unlocked. */
+struct out_call {
+    struct tether_rpc_server *srv;
+    FILE *f;
+    bool locked;     /* flockfile(f) held */
+    bool line_start; /* with a prefix: the next byte starts a line */
+    size_t used;     /* bytes waiting in buf */
+    char buf[4096];
+};
+
+static void out_open(struct out_call *c, struct tether_rpc_server *srv, FILE *f)
+{
+    if (!srv->prefix_ready)
+        prefix_init(srv);
+    c->srv = srv;
+    c->f = f;
+    c->locked = false;
+    c->line_start = true;
+    c->used = 0;
+    if (srv->prefix_len > 0) {
+        flockfile(f);
+        c->locked = true;
+        c->line_start = srv->line_file != f ||
+                        srv->line_seq != atomic_load_explicit(&out_seq, memory_order_relaxed);
+    }
+}
+
+/* Keeps the stream locked until out_close (a call written with more than one fwrite). */
+static void out_hold(struct out_call *c)
+{
+    if (!c->locked) {
+        flockfile(c->f);
+        c->locked = true;
+    }
+}
+
+static void out_raw(struct out_call *c, const void *bytes, size_t n)
+{
+    if (n == 0)
+        return;
+    if (c->locked) {
+        if (fwrite_unlocked(bytes, 1, n, c->f) != n)
+            clearerr_unlocked(c->f);
+    } else if (fwrite(bytes, 1, n, c->f) != n) {
+        clearerr(c->f);
+    }
+}
+
+/* Writes one line, or the part of one in this piece of text, after the prefix when `prefixed`:
+ * gathered in buf, so that a stream without a buffer (stderr) gets the prefix and its line in one
+ * write(2) whatever other processes write to it; a longer one from a copy of its own. */
+static void out_line(struct out_call *c, const char *line, size_t k, bool prefixed)
+{
+    const char *prefix = c->srv->prefix;
+    size_t plen = prefixed ? c->srv->prefix_len : 0;
+    if (plen + k > sizeof c->buf - c->used) {
+        out_raw(c, c->buf, c->used);
+        c->used = 0;
+    }
+    if (plen + k <= sizeof c->buf) {
+        memcpy(c->buf + c->used, prefix, plen);
+        memcpy(c->buf + c->used + plen, line, k);
+        c->used += plen + k;
+        return;
+    }
+    if (plen == 0) {
+        out_raw(c, line, k);
+        return;
+    }
+    char *copy = malloc(plen + k);
+    if (copy != NULL) {
+        memcpy(copy, prefix, plen);
+        memcpy(copy + plen, line, k);
+        out_raw(c, copy, plen + k);
+        free(copy);
+        return;
+    }
+    out_raw(c, prefix, plen); /* no memory for the copy: two writes, still under the lock */
+    out_raw(c, line, k);
+}
+
+/* Writes n bytes of the call's text: with a prefix, the prefix before each line's first byte. */
+static void out_text(struct out_call *c, const char *bytes, size_t n)
+{
+    if (c->srv->prefix_len == 0) {
+        out_raw(c, bytes, n);
+        return;
+    }
+    while (n > 0) {
+        const char *nl = memchr(bytes, '\n', n);
+        size_t k = nl != NULL ? (size_t)(nl - bytes) + 1 : n;
+        out_line(c, bytes, k, c->line_start);
+        c->line_start = nl != NULL;
+        bytes += k;
+        n -= k;
+    }
+}
+
+static void out_close(struct out_call *c)
+{
+    struct tether_rpc_server *srv = c->srv;
+    if (srv->prefix_len > 0) {
+        out_raw(c, c->buf, c->used);
+        srv->line_file = c->line_start ? NULL : c->f;
+        srv->line_seq = atomic_fetch_add_explicit(&out_seq, 1, memory_order_relaxed) + 1;
+    }
+    if (c->locked)
+        funlockfile(c->f);
     srv->wrote = true;
     srv_count(&srv->st_lines, 1);
 }
@@ -33,24 +212,38 @@ static void report_dropped(struct tether_rpc_server *srv, const char *what, cons
                         : "was dropped: out of host memory");
 }
 
+/* The formatter's sink: a call whose text fills pieces is written piece by piece, the stream
+ * locked from the first piece to the end of the call. */
+static void printf_piece(void *ctx, const char *bytes, size_t n)
+{
+    struct out_call *c = ctx;
+    out_hold(c);
+    out_text(c, bytes, n);
+}
+
 static void serve_printf(struct tether_rpc_server *srv, const struct srv_msg *m)
 {
+    struct tether_rpc_printf_hdr hdr;
     if (m->too_big || m->oom) {
         report_dropped(srv, "printf message", m);
         return;
     }
-    uint32_t stream = TETHER_RPC_STDOUT;
-    srv->text.len = 0;
-    tether_status_t st = rpc_printf_format_msg(&srv->text, m->data, m->have, &stream, NULL);
-    if (st == TETHER_ERR_INVALID) {
+    if (m->have < sizeof hdr) {
         srv_count(&srv->st_malformed, 1);
         srv_diag(srv, "printf message of %llu bytes is shorter than its header",
                  (unsigned long long)m->have);
         return;
     }
+    memcpy(&hdr, m->data, sizeof hdr);
+    struct out_call c;
+    out_open(&c, srv, stream_of(srv, hdr.stream));
+    struct rpc_printf_sink sink = {printf_piece, &c};
+    srv->text.len = 0;
+    tether_status_t st = rpc_printf_format_msg(&srv->text, m->data, m->have, &sink, NULL, NULL);
+    out_text(&c, srv->text.data, srv->text.len);
+    out_close(&c);
     if (st == TETHER_ERR_NO_MEMORY)
         srv_diag(srv, "printf output cut short: out of host memory");
-    write_text(srv, stream_of(srv, stream), srv->text.data, srv->text.len);
 }
 
 static void serve_write(struct tether_rpc_server *srv, const struct srv_msg *m)
@@ -91,21 +284,23 @@ static void serve_write(struct tether_rpc_server *srv, const struct srv_msg *m)
             return;
         }
     }
-    if (hdr.newline) {
+    struct out_call c;
+    out_open(&c, srv, f);
+    if (!hdr.newline) {
+        out_text(&c, (const char *)bytes, n);
+    } else {
         /* puts: text and newline in one write. */
         srv->text.len = 0;
         if (rpc_outbuf_append(&srv->text, bytes, n) == TETHER_OK &&
             rpc_outbuf_append(&srv->text, "\n", 1) == TETHER_OK) {
-            write_text(srv, f, srv->text.data, srv->text.len);
-            return;
+            out_text(&c, srv->text.data, srv->text.len);
+        } else {
+            out_hold(&c);
+            out_text(&c, (const char *)bytes, n);
+            out_text(&c, "\n", 1);
         }
-        flockfile(f);
-        write_text(srv, f, bytes, n);
-        fputc('\n', f);
-        funlockfile(f);
-        return;
     }
-    write_text(srv, f, bytes, n);
+    out_close(&c);
 }
 
 /* ---- device heap ------------------------------------------------------------------------ */

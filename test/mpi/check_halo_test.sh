@@ -23,9 +23,12 @@ good_err() {
     echo "tether (x86_64): device $d: rpc: 2 calls (0 answered inline), 2 printf/write calls, 0 unhandled"
   done
 }
-# expect WANT NAME [RC [SERVED]]: check_halo.sh on $work/out, $work/err
+# good_out with TETHER_RPC_PREFIX='[%r:%d] ' on the device lines
+prefixed_out() { good_out | sed -E 's/^(mpi_halo: rank ([0-9]+) step [0-9]+ device ([0-9]+):)/[\2:\3] \1/'; }
+# expect WANT NAME [RC [SERVED [PREFIX]]]: check_halo.sh on $work/out, $work/err
 expect() {
-  bash "$check" "${3:-0}" 2 4 2 "$work/out" "$work/err" "${4:-tether:x86_64}" >"$work/verdict"
+  bash "$check" "${3:-0}" 2 4 2 "$work/out" "$work/err" "${4:-tether:x86_64}" ${5:+"$5"} \
+    >"$work/verdict"
   local got=$?
   [ $got -eq "$1" ] || { fail "$2: exit $got, want $1"; sed 's/^/    /' "$work/verdict"; }
 }
@@ -59,6 +62,21 @@ good_out | grep -v 'PASS' >"$work/out"
 expect 1 "no PASS line"
 good_out | sed 's/PASS (2 ranks/PASS (3 ranks/' >"$work/out"
 expect 1 "PASS of another rank count"
+good_out >"$work/out"
+expect 1 "device lines without the prefix" 0 tether:x86_64 rank:device
+prefixed_out >"$work/out"
+expect 0 "complete run, prefixed" 0 tether:x86_64 rank:device
+expect 1 "prefixed device lines where none are wanted"
+prefixed_out | sed 's/^\[1:1\] mpi_halo: rank 1 step 4 /[0:1] mpi_halo: rank 1 step 4 /' >"$work/out"
+expect 1 "a device line with another rank's prefix" 0 tether:x86_64 rank:device
+prefixed_out | sed 's/^\[1:1\] mpi_halo: rank 1 step 4 /[1:0] mpi_halo: rank 1 step 4 /' >"$work/out"
+expect 1 "a device line with another device's prefix" 0 tether:x86_64 rank:device
+prefixed_out | sed 's/^\[1:1\] mpi_halo: rank 1 step 4 /[-:1] mpi_halo: rank 1 step 4 /' >"$work/out"
+expect 1 "a device line without a rank in its prefix" 0 tether:x86_64 rank:device
+{ prefixed_out; prefixed_out | grep 'rank 0 step 2 '; } >"$work/out"
+expect 1 "repeated prefixed device line" 0 tether:x86_64 rank:device
+prefixed_out | grep -v 'rank 1 step 2 ' >"$work/out"
+expect 1 "missing prefixed device line" 0 tether:x86_64 rank:device
 
 [ $failed -eq 0 ] && echo "check_halo_test: PASS"
 exit $failed

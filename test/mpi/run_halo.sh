@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# run_halo.sh NP MODE PROGRAM PLUGIN_DIR WORKDIR - ctest of examples/mpi_halo.c (x86_64
+# run_halo.sh NP MODE PROGRAM PLUGIN_DIR WORKDIR [prefix] - ctest of examples/mpi_halo.c (x86_64
 # offload): `mpirun -np NP` of PROGRAM MODE (host or device halos) with tether's plugins from
 # PLUGIN_DIR and LIBOMPTARGET_INFO=16, judged by check_halo.sh (answers, every rank's device
-# lines once, tether's RPC server in every rank).
+# lines once, tether's RPC server in every rank).  `prefix`: with TETHER_RPC_PREFIX='[%r:%d] ',
+# and every device line must carry its own rank and device.
 # Exits 77 (ctest skip) only when mpirun is missing; PROGRAM "none": mpi.h or libmpi was not
 # found when the build was configured, a failure.
 set -uo pipefail
-np=${1:?} mode=${2:?} prog=${3:?} plugins=${4:?} work=${5:?}
+np=${1:?} mode=${2:?} prog=${3:?} plugins=${4:?} work=${5:?} prefix=${6:-}
 here=$(cd "$(dirname "$0")" && pwd)
 steps=40 every=10 cells=4096
 
@@ -31,12 +32,20 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none # CMA needs ptrace rights c
 
 export LD_LIBRARY_PATH=$plugins${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LIBOMPTARGET_INFO=16 OMP_TARGET_OFFLOAD=MANDATORY
+check_prefix=
+if [ "$prefix" = prefix ]; then
+  export TETHER_RPC_PREFIX='[%r:%d] '
+  check_prefix=rank:device
+else
+  unset TETHER_RPC_PREFIX
+fi
 timeout -k 10 240 mpirun -np "$np" -x LD_LIBRARY_PATH -x LIBOMPTARGET_INFO -x OMP_TARGET_OFFLOAD \
+  ${TETHER_RPC_PREFIX:+-x TETHER_RPC_PREFIX} \
   "$prog" "$mode" "$cells" "$steps" "$every" >"$work/out.txt" 2>"$work/err.txt"
 rc=$?
 grep -a '^mpi_halo: \(PASS\|FAIL\)\|^mpi_halo: rank [0-9]* (pid' "$work/out.txt"
 bash "$here/check_halo.sh" "$rc" "$np" "$steps" "$every" "$work/out.txt" "$work/err.txt" \
-  tether:x86_64
+  tether:x86_64 $check_prefix
 verdict=$?
 if [ $verdict -ne 0 ]; then
   echo "--- stdout (last 20 lines)"

@@ -61,7 +61,7 @@ int main(void)
         t0 = now_s();
         for (int i = 0; i < ITERS; i++) {
             out.len = 0;
-            rpc_printf_format_msg(&out, msg, n, NULL, NULL);
+            rpc_printf_format_msg(&out, msg, n, NULL, NULL, NULL);
             sink += out.len;
         }
         double t_ours = now_s() - t0;

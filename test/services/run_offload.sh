@@ -155,6 +155,79 @@ bad)
     echo "bad conversions print markers; puts/fputs/fwrite/fprintf reach both streams"
   fi
   ;;
+prefix)
+  # TETHER_RPC_PREFIX on the lines of offload_prefix (its opening comment lists them), from
+  # device 0 and device 1: unset, with each rank variable of the launchers, and with unknown
+  # conversions, each said once and printed as written.
+  export TETHER_X86_64_DEVICES=2
+  launch_vars=(OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID TETHER_RPC_PREFIX)
+  lines() { # lines NAME P0 P1 VAR=VALUE...: run with the VARs, want prefix P0 on device 0's lines
+    local name=$1 p0=$2 p1=$3 p l
+    shift 3
+    env "${launch_vars[@]/#/-u}" "$@" "$bin/offload_prefix" lines > "$work/$name.out" \
+      2> "$work/$name.err" || fail "$name: exit status $?: $(head -c 500 "$work/$name.err")"
+    for p in "$p0" "$p1"; do
+      for l in one two "partial continued" "puts line" fw "" "after empty" "100%"; do
+        printf '%s%s\n' "$p" "$l"
+      done
+      printf '%scut%s by it\n' "$p" "$p" # output to stderr came between "cut" and " by it"
+    done > "$work/$name.out.want"
+    printf '%sno newline at the end' "$p1" >> "$work/$name.out.want"
+    for p in "$p0" "$p1"; do
+      for l in "err one" "err two" "fprintf 7" "other stream"; do printf '%s%s\n' "$p" "$l"; done
+    done > "$work/$name.err.want"
+    cmp -s "$work/$name.out.want" "$work/$name.out" || {
+      diff "$work/$name.out.want" "$work/$name.out" | head -20 >&2
+      fail "$name: stdout differs"
+    }
+    grep -v '^tether: warning: ' "$work/$name.err" | cmp -s "$work/$name.err.want" - || {
+      grep -v '^tether: warning: ' "$work/$name.err" | diff "$work/$name.err.want" - | head -20 >&2
+      fail "$name: stderr differs"
+    }
+  }
+  lines unset "" ""
+  ! grep -q '^tether' "$work/unset.err" ||
+    fail "unset: tether said something: $(grep '^tether' "$work/unset.err")"
+  lines ompi "[3:0] " "[3:1] " "TETHER_RPC_PREFIX=[%r:%d] " OMPI_COMM_WORLD_RANK=3 PMI_RANK=9 \
+    PMIX_RANK=9 SLURM_PROCID=9
+  lines pmi "5/0%|" "5/1%|" "TETHER_RPC_PREFIX=%r/%d%%|" PMI_RANK=5 PMIX_RANK=9 SLURM_PROCID=9
+  lines pmix "6 " "6 " "TETHER_RPC_PREFIX=%r " PMIX_RANK=6 SLURM_PROCID=9
+  lines slurm "r7 " "r7 " "TETHER_RPC_PREFIX=r%r " OMPI_COMM_WORLD_RANK=x SLURM_PROCID=7
+  lines none "-:0 " "-:1 " "TETHER_RPC_PREFIX=%r:%d "
+  lines unknown "%q<0>%" "%q<1>%" "TETHER_RPC_PREFIX=%q<%d>%"
+  grep '^tether: ' "$work/unknown.err" > "$work/unknown.said"
+  printf '%s\n' "tether: warning: TETHER_RPC_PREFIX=%q<%d>%: unknown %q, printed as it is (known: %r the MPI rank, %d the device, %% a %)" |
+    cmp -s - "$work/unknown.said" || fail "unknown: want one warning naming %q, got: $(cat "$work/unknown.said")"
+  lines end "0%" "1%" "TETHER_RPC_PREFIX=%d%"
+  grep -c '^tether: warning: TETHER_RPC_PREFIX=%d%: a % at the end, printed as it is' \
+    "$work/end.err" | grep -qx 1 || fail "end: want one warning about the % at the end: $(grep '^tether' "$work/end.err")"
+  x255=$(printf 'x%.0s' {1..255})
+  lines long "${x255}0" "${x255}1" "TETHER_RPC_PREFIX=${x255}%dyy"
+  grep -c '^tether: warning: TETHER_RPC_PREFIX=x*%dyy expands to more than 256 bytes: only the first 256 are used$' \
+    "$work/long.err" | grep -qx 1 || fail "long: want one warning about the length: $(grep '^tether' "$work/long.err")"
+  echo "each device line prefixed once with its rank (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK," \
+       "SLURM_PROCID, none) and device; unknown conversions printed and said once; a prefix" \
+       "over 256 bytes cut and said once"
+  ;;
+printf-big)
+  # printf output over 4 MiB (a string of 80000 lines; one line of 1100 conversions of width
+  # 4096) written whole, with and without a prefix, and printf's return values.
+  "$bin/offload_prefix" expect-big > "$work/want.out" 2> "$work/want.err"
+  for prefix in "" "<%r> "; do
+    TETHER_RPC_PREFIX=$prefix SLURM_PROCID=4 "$bin/offload_prefix" big > "$work/out.txt" \
+      2> "$work/err.txt" || fail "exit status $?: $(head -c 500 "$work/err.txt")"
+    want=$work/want.out
+    if [ -n "$prefix" ]; then
+      sed 's/^/<4> /' "$work/want.out" > "$work/want-prefixed.out"
+      want=$work/want-prefixed.out
+    fi
+    cmp "$want" "$work/out.txt" >&2 ||
+      fail "prefix '$prefix': stdout differs: $(stat -c %s "$work/out.txt") bytes, want $(stat -c %s "$want")"
+    cmp -s "$work/want.err" "$work/err.txt" ||
+      fail "prefix '$prefix': stderr $(head -c 300 "$work/err.txt"), want $(cat "$work/want.err")"
+    echo "prefix '$prefix': $(stat -c %s "$work/out.txt") bytes as the host's printf wrote them"
+  done
+  ;;
 soak | soak-asan)
   # Two devices: every host thread moves between them from round to round.  The ASan build
   # compares no resident sizes (the quarantine keeps freed memory); LeakSanitizer checks at exit.

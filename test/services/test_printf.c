@@ -80,7 +80,7 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
     layer.calls++;
     layer.len = len;
     memcpy(&layer.hdr, msg, len < sizeof layer.hdr ? len : sizeof layer.hdr);
-    tether_status_t st = rpc_printf_format_msg(&layer.text, msg, len, NULL, &layer.nconv);
+    tether_status_t st = rpc_printf_format_msg(&layer.text, msg, len, NULL, NULL, &layer.nconv);
     CHECK(st == TETHER_OK, "format_msg: status %d", (int)st);
     free(msg);
     return true;
@@ -183,7 +183,8 @@ static void expect_at(int line, const char *want, const char *fmt, size_t fmt_le
                       size_t args_len, const struct rpc_printf_str *strs, size_t nstrs)
 {
     struct rpc_outbuf out = RPC_OUTBUF_INIT;
-    tether_status_t st = rpc_printf_format(&out, fmt, fmt_len, args, args_len, strs, nstrs, NULL);
+    tether_status_t st =
+        rpc_printf_format(&out, fmt, fmt_len, args, args_len, strs, nstrs, NULL, NULL);
     CHECK(st == TETHER_OK, "line %d: status %d", line, (int)st);
     CHECK(out.len == strlen(want) && memcmp(out.data, want, out.len) == 0,
           "line %d: want \"%s\" got \"%.*s\"", line, want, (int)out.len, out.data ? out.data : "");
@@ -333,32 +334,17 @@ static void test_bad_input(void)
 
     /* Absurd widths and precisions are clamped to RPC_PRINTF_NUM_MAX. */
     struct rpc_outbuf out = RPC_OUTBUF_INIT;
-    rpc_printf_format(&out, "%99999999999999999999d", 22, &one, 4, NULL, 0, NULL);
+    rpc_printf_format(&out, "%99999999999999999999d", 22, &one, 4, NULL, 0, NULL, NULL);
     CHECK(out.len == RPC_PRINTF_NUM_MAX, "clamped width gives %zu bytes", out.len);
     rpc_outbuf_free(&out);
     int32_t star[2] = {INT32_MIN, 1};
-    rpc_printf_format(&out, "%*d|", 4, star, 8, NULL, 0, NULL);
+    rpc_printf_format(&out, "%*d|", 4, star, 8, NULL, 0, NULL, NULL);
     CHECK(out.len == RPC_PRINTF_NUM_MAX + 1 && out.data[0] == '1' && out.data[1] == ' ',
           "INT_MIN star width left-justifies and clamps (%zu)", out.len);
     rpc_outbuf_free(&out);
     double big = 1e308;
-    rpc_printf_format(&out, "%.999999f", 9, &big, 8, NULL, 0, NULL);
+    rpc_printf_format(&out, "%.999999f", 9, &big, 8, NULL, 0, NULL, NULL);
     CHECK(out.len == 309 + 1 + RPC_PRINTF_NUM_MAX, "clamped precision gives %zu bytes", out.len);
-    rpc_outbuf_free(&out);
-
-    /* Output of one call is cut at RPC_PRINTF_OUT_MAX with a marker. */
-    static char many[4 * 2000 + 1];
-    for (int i = 0; i < 2000; i++)
-        memcpy(many + 4 * i, "%*c ", 4);
-    static int32_t wide[4000];
-    for (int i = 0; i < 2000; i++) {
-        wide[2 * i] = 4096;
-        wide[2 * i + 1] = 'x';
-    }
-    rpc_printf_format(&out, many, strlen(many), wide, sizeof wide, NULL, 0, NULL);
-    CHECK(out.len == RPC_PRINTF_OUT_MAX + 11 &&
-              memcmp(out.data + RPC_PRINTF_OUT_MAX, "<truncated>", 11) == 0,
-          "output capped (%zu)", out.len);
     rpc_outbuf_free(&out);
 
     /* Format not NUL-terminated within fmt_len: stops at fmt_len. */
@@ -382,6 +368,115 @@ static void test_bad_input(void)
 
 /* A conversion that is not printed takes what glibc takes (its '*' ints only), and one that glibc
  * reads oddly takes what glibc reads: the arguments after it stay in place. */
+/* ---- output of any size ------------------------------------------------------------------ */
+
+/* A sink that keeps every piece, checking its size. */
+struct pieces {
+    struct rpc_outbuf all;
+    int n;
+};
+
+static void pieces_take(void *ctx, const char *bytes, size_t n)
+{
+    struct pieces *p = ctx;
+    CHECK(n == RPC_PRINTF_PIECE, "piece %d of %zu bytes", p->n, n);
+    rpc_outbuf_append(&p->all, bytes, n);
+    p->n++;
+}
+
+/* Formats with and without a sink, after `before` already in the buffer: without one the whole
+ * text must be `want`; with one, the pieces and what stays behind `before` must make `want`, the
+ * buffer keeping less than a piece.  Returns the number of pieces. */
+static int check_pieces(int line, const char *want, size_t want_len, const char *fmt,
+                        const void *args, size_t args_len, const struct rpc_printf_str *strs,
+                        size_t nstrs)
+{
+    static const char before[] = "before";
+    struct rpc_outbuf out = RPC_OUTBUF_INIT;
+    tether_status_t st =
+        rpc_printf_format(&out, fmt, strlen(fmt), args, args_len, strs, nstrs, NULL, NULL);
+    CHECK(st == TETHER_OK && out.len == want_len && memcmp(out.data, want, want_len) == 0,
+          "line %d: without a sink: status %d, %zu bytes (want %zu)", line, (int)st, out.len,
+          want_len);
+    out.len = 0;
+    rpc_outbuf_append(&out, before, sizeof before - 1);
+    struct pieces p = {RPC_OUTBUF_INIT, 0};
+    struct rpc_printf_sink sink = {pieces_take, &p};
+    st = rpc_printf_format(&out, fmt, strlen(fmt), args, args_len, strs, nstrs, &sink, NULL);
+    CHECK(st == TETHER_OK && out.len >= sizeof before - 1 &&
+              memcmp(out.data, before, sizeof before - 1) == 0 &&
+              out.len - (sizeof before - 1) < RPC_PRINTF_PIECE,
+          "line %d: with a sink: status %d, %zu bytes left", line, (int)st, out.len);
+    rpc_outbuf_append(&p.all, out.data + sizeof before - 1, out.len - (sizeof before - 1));
+    CHECK(p.all.len == want_len && memcmp(p.all.data, want, want_len) == 0,
+          "line %d: with a sink: %d pieces and %zu bytes make %zu bytes (want %zu)", line, p.n,
+          out.len - (sizeof before - 1), p.all.len, want_len);
+    rpc_outbuf_free(&out);
+    rpc_outbuf_free(&p.all);
+    return p.n;
+}
+
+/* A call's text is never cut: 8 MiB from an 8 KiB format, a 3 MiB %s, numbered arguments, and a
+ * format found to mix numbered and unnumbered arguments after a piece's worth of text. */
+static void test_large_output(void)
+{
+    static char many[4 * 2000 + 1];
+    static int32_t wide[4000];
+    for (int i = 0; i < 2000; i++) {
+        memcpy(many + 4 * i, "%*c ", 4);
+        wide[2 * i] = 4096;
+        wide[2 * i + 1] = 'a' + i % 26;
+    }
+    size_t len = 2000 * 4097;
+    char *want = malloc(len);
+    CHECK(want != NULL, "out of memory");
+    for (int i = 0; i < 2000; i++) {
+        memset(want + (size_t)i * 4097, ' ', 4095);
+        want[(size_t)i * 4097 + 4095] = (char)('a' + i % 26);
+        want[(size_t)i * 4097 + 4096] = ' ';
+    }
+    int n = check_pieces(__LINE__, want, len, many, wide, sizeof wide, NULL, 0);
+    CHECK(n == (int)(len / RPC_PRINTF_PIECE), "%d pieces of 8 MiB", n);
+    free(want);
+
+    /* 3 MiB and a bit of %s, unnumbered and numbered. */
+    size_t slen = 3 * RPC_PRINTF_PIECE + 12345;
+    char *str = malloc(slen);
+    want = malloc(slen + 64);
+    CHECK(str != NULL && want != NULL, "out of memory");
+    for (size_t i = 0; i < slen; i++)
+        str[i] = i % 61 == 60 ? '\n' : (char)('0' + i % 61 % 10);
+    struct rpc_printf_str sarg = {str, slen};
+    uint64_t ptr = 0x1000;
+    memcpy(want, "<", 1);
+    memcpy(want + 1, str, slen);
+    memcpy(want + 1 + slen, ">\n", 2);
+    check_pieces(__LINE__, want, slen + 3, "<%s>\n", &ptr, 8, &sarg, 1);
+    struct {
+        uint64_t p;
+        int32_t i;
+    } num = {0x1000, 42};
+    memcpy(want + 1 + slen, "|42|", 4);
+    memcpy(want + 5 + slen, str, 10);
+    memcpy(want + 15 + slen, ">", 1);
+    struct rpc_printf_str sargs[2] = {sarg, sarg};
+    check_pieces(__LINE__, want, slen + 16, "<%1$s|%2$d|%1$.10s>", &num, sizeof num, sargs, 2);
+    free(want);
+    free(str);
+
+    /* The plain run meets %1$d after 3 MiB of text: it hands nothing to the sink, and the full
+     * run refuses the format. */
+    uint64_t ptrs[2] = {0x1000, 0x1000};
+    static const char mixed[] = "<bad %s: numbered and unnumbered arguments mixed> "
+                                "<bad %1$d: numbered and unnumbered arguments mixed>";
+    str = malloc(slen);
+    CHECK(str != NULL, "out of memory");
+    memset(str, 'z', slen);
+    sargs[0].data = sargs[1].data = str;
+    check_pieces(__LINE__, mixed, sizeof mixed - 1, "%s %1$d", ptrs, sizeof ptrs, sargs, 2);
+    free(str);
+}
+
 static void test_bad_then_good(void)
 {
     dev_expect("<bad %y> 1 two 3.000000", "%y %d %s %f", 1, "two", 3.0);
@@ -737,6 +832,7 @@ int main(int argc, char **argv)
     test_clang_layout();
     test_bad_input();
     test_bad_then_good();
+    test_large_output();
     test_matrix();
     test_int_random();
     test_grouping(grouping_locale);
