@@ -164,6 +164,18 @@ static tether_status_t cuda_event_block(void *ctx, struct tether_error *err)
                            NULL, err);
 }
 
+/* After a stream was found complete: the driver writes the device's CUDA printf output at a
+ * synchronising call, which a wait that polled to its end never made. */
+static tether_status_t cuda_stream_flush(struct cuda_device *cd, struct plugin_queue *queue,
+                                         struct tether_error *err)
+{
+    if (!atomic_load(&cd->driver_printf)) {
+        return TETHER_OK;
+    }
+    return cuda_driver_check(cd->drv, cd->drv->cuStreamSynchronize(queue->stream),
+                             cuda_driver_symbol_names[CUDA_SLOT_cuStreamSynchronize], err);
+}
+
 /* The one wait for a stream: every synchronous call, libomptarget's synchronize and a pageable
  * copy behind pending work end here.  A stream carries its context, so none needs to be made
  * current for these calls (and the slot that enqueued a synchronous call's work made it current
@@ -176,6 +188,9 @@ tether_status_t cuda_stream_wait(struct cuda_device *cd, struct plugin_queue *qu
     char what[TETHER_ERROR_MSG_MAX] = "in queued work";
     tether_status_t rc = plugin_wait(&cd->wait, cuda_stream_poll, cuda_stream_block, &w, err);
 
+    if (rc == TETHER_OK) {
+        rc = cuda_stream_flush(cd, queue, err);
+    }
     if (rc == TETHER_OK) {
         atomic_store(&queue->last_kernel, NULL);
         atomic_store(&queue->pending, false);
@@ -223,6 +238,9 @@ tether_status_t cuda_queue_query(struct plugin_device *dev, struct plugin_queue 
         return TETHER_OK;
     }
     rc = cuda_driver_check(cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamQuery], err);
+    if (rc == TETHER_OK) {
+        rc = cuda_stream_flush(cd, queue, err);
+    }
     if (rc == TETHER_OK) {
         atomic_store(&queue->last_kernel, NULL);
         atomic_store(&queue->pending, false);
@@ -360,6 +378,9 @@ tether_status_t cuda_module_load(struct plugin_device *dev, const struct plugin_
     rc = cuda_check_syscall_names(image, err);
     if (rc != TETHER_OK) {
         return rc;
+    }
+    if (image_elf_undefined(image, "vprintf")) {
+        atomic_store(&cd->driver_printf, true);
     }
     rc = cuda_ctx_enter(cd, err);
     if (rc != TETHER_OK) {

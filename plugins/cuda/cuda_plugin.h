@@ -55,6 +55,10 @@ struct cuda_device {
     uint32_t initial_streams; /* LIBOMPTARGET_NUM_INITIAL_STREAMS, for common's queue pool */
     uint32_t initial_events;  /* LIBOMPTARGET_NUM_INITIAL_EVENTS, for common's event pool */
     struct plugin_wait wait;  /* how threads wait for this device (TETHER_WAIT) */
+    /* A loaded image calls CUDA's own printf (vprintf undefined in it): its output waits in the
+     * driver's buffer until a synchronising call, so a wait that ends by polling also makes one
+     * (cuda_stream_flush), and the lines appear in program order, as under LLVM's plugin. */
+    atomic_bool driver_printf;
 };
 
 /* A queue of common's contract: one CUDA stream. */
