@@ -266,8 +266,8 @@ struct tether_rpc_stats {
     uint64_t heap_bytes;     /* device heap bytes handed out, live */
     uint64_t wakeups;        /* times the server thread woke from a sleep */
     uint64_t inline_answers; /* answers that also went in the head (tether/rpc_opcodes.h) */
-    uint64_t hot_answers;    /* of those, one-packet user calls that the server thread answered
-                                as soon as it saw them on a port of the last calls */
+    uint64_t hot_answers;    /* of those, calls that the server thread answered as soon as it
+                                saw them on a port of the last calls (without a sweep) */
     /* With TETHER_RPC_TIMING set (else 0): calls timed, their total time from the server's open
      * to its close, and for calls that followed a call on the same port, their number and the
      * total time from that close to this open (the device's side of a round trip). */

@@ -199,15 +199,6 @@ struct tether_rpc_server {
  * answer. */
 bool srv_service_run(struct tether_rpc_server *srv, struct srv_call *call);
 
-/* One call of a user opcode with a registered handler (under handle_lock): runs the handler on
- * the request's bytes and returns true with the call's status and the answer's bytes (in
- * srv->reply, valid until the next user call; srv_reply_trim after they were copied); false,
- * with nothing run, when the opcode has no handler. */
-bool srv_user_answer(struct tether_rpc_server *srv, uint32_t opcode, uint32_t lane,
-                     const void *data, uint64_t size, uint32_t *status_p,
-                     const unsigned char **bytes_p, uint64_t *len_p);
-void srv_reply_trim(struct tether_rpc_server *srv);
-
 /* rpc_services.c: the device heap at shutdown; the frees the device asked for
  * while a kernel ran (a driver's free may wait for the running kernel, which
  * may wait for this server: they are done once no kernel runs). */
@@ -245,10 +236,9 @@ void srv_calls_reset(struct tether_rpc_server *srv);
 uint32_t srv_hot_waiting(struct tether_rpc_server *srv);
 #define SRV_HOT_SWEEP UINT32_MAX /* srv_hot_waiting: fire-and-forget traffic, sweep again */
 
-/* The server thread's path for a call srv_hot_waiting found on hot port `index`: opens it and
- * serves it at once (a one-packet user call answered inline without the call state machine's
- * steps; any other call through them), unless another thread is inside
- * tether_rpc_server_handle.  True when it opened a call. */
+/* The server thread's path for a call srv_hot_waiting found on hot port `index`: opens that port
+ * and runs the call through the state machine at once, without a sweep, unless another thread is
+ * inside tether_rpc_server_handle.  True when it opened a call. */
 bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index);
 
 /* TETHER_RPC_TIMING's clock: the time stamp counter on x86-64 (18 ns a read in the GPU

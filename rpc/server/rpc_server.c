@@ -707,79 +707,20 @@ static void finish_exit(struct tether_rpc_server *srv)
     _Exit(srv->exit_status);
 }
 
-/* ---- the thread's path for a call on a hot port ------------------------------------------ */
-
-/* rpc_server_try_recv's callback: the call's one packet, copied. */
-static void hot_copy(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+/* A call just opened on `port`: runs it as far as the device lets it.  Returns true when it is
+ * done (the call object back in the pool), false when it waits for the device (parked on its
+ * port, carried on by the next handle). */
+static bool call_run(struct tether_rpc_server *srv, struct srv_call *call, rpc_port_t port)
 {
-    (void)lane;
-    memcpy(arg, buffer->data, RPC_BUFFER_SIZE);
-}
-
-/*
- * A call just opened on a hot port: a user opcode from one lane whose request is one packet and
- * whose answer fits in the head (test/cuda/omp/rpc.c's shape, a device thread's typical call)
- * is received, run and answered here, with nothing between the open and the head's store but
- * the handler; any other call, or one that turns out bigger, goes on through the call state
- * machine as in a sweep (the packet and the handler's answer, if already made, carried over).
- * Returns true when the call is done.
- */
-static bool hot_call(struct tether_rpc_server *srv, struct srv_call *call, rpc_port_t port)
-{
-    uint32_t op = rpc_port_opcode(&port), index = rpc_port_index(&port);
-    uint64_t mask = rpc_port_lane_mask(&port);
-    uint64_t open_t = srv->timing ? srv_clock() : 0, seen_t = 0;
-    if (op < TETHER_RPC_OP_USER_FIRST || op > TETHER_RPC_OP_MASK || mask == 0 ||
-        (mask & (mask - 1)) != 0) {
-        call_start(srv, call, port);
-        bool moved = false;
-        return call_progress(srv, call, &moved);
-    }
-    uint64_t pkt[RPC_BUFFER_SIZE / 8];
-    rpc_server_try_recv(&srv->rpc, &port, hot_copy, pkt); /* owned since the open */
-    uint64_t len;
-    memcpy(&len, pkt, 8);
-    uint32_t status = 0;
-    const unsigned char *bytes = NULL;
-    uint64_t n = 0;
-    uint64_t t0 = srv->timing ? srv_clock() : 0;
-    bool ran = len <= RPC_STREAM_FIRST &&
-               srv_user_answer(srv, op, (uint32_t)__builtin_ctzll(mask), (unsigned char *)pkt + 8,
-                               len, &status, &bytes, &n);
-    if (srv->timing && ran)
-        srv_count(&srv->st_service_ns, srv_clock() - t0);
-    uint64_t head[2];
-    if (ran && tether_rpc_inline_pack(status, bytes, n, head)) {
-        if (srv->timing)
-            seen_t = timing_opened(srv, index, open_t);
-        /* The head is the whole answer: the device library reads no buffer then, so none is
-         * written (the call's head sooner by the packet's encoding and copy). */
-        rpc_port_set_head(&port, head[0], head[1]);
-        rpc_server_try_send(&srv->rpc, &port, NULL, NULL); /* still owned */
-        if (srv->timing)
-            timing_answered(srv, seen_t);
-        rpc_server_close(&srv->rpc, &port);
-        if (srv->timing)
-            timing_closed(srv, index, open_t);
-        srv_count(&srv->st_inline, 1);
-        srv_count(&srv->st_hot, 1);
-        srv_count(&srv->st_calls, 1);
-        atomic_store_explicit(&srv->hot_answered, true, memory_order_relaxed);
-        if (srv->trace)
-            srv_diag(srv, "port %u: call 0x%x done (hot), request %llu bytes", index, op,
-                     (unsigned long long)len);
+    call_start(srv, call, port);
+    bool moved = false;
+    if (call_progress(srv, call, &moved)) {
+        call_put(srv, call);
         return true;
     }
-    /* The state machine takes over where this left off. */
-    call_start(srv, call, port);
-    msg_consume(&call->rx[0], (const unsigned char *)pkt);
-    if (ran) {
-        srv_answer_set(&call->tx[0], status, bytes, n);
-        srv_reply_trim(srv);
-        call->phase = SRV_SEND;
-    }
-    bool moved = false;
-    return call_progress(srv, call, &moved);
+    srv->calls[rpc_port_index(&port)] = call;
+    srv->active[srv->nactive++] = rpc_port_index(&port);
+    return false;
 }
 
 bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index)
@@ -792,12 +733,10 @@ bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index)
     if (srv->calls[index] == NULL && (call = call_get(srv)) != NULL &&
         rpc_server_try_open_port(&srv->rpc, index, &port)) {
         opened = true;
-        if (hot_call(srv, call, port)) {
-            call_put(srv, call);
-        } else {
-            srv->calls[index] = call;
-            srv->active[srv->nactive++] = index;
-        }
+        uint64_t inline_before = atomic_load_explicit(&srv->st_inline, memory_order_relaxed);
+        if (call_run(srv, call, port) &&
+            atomic_load_explicit(&srv->st_inline, memory_order_relaxed) != inline_before)
+            srv_count(&srv->st_hot, 1); /* answered in the head as soon as it was seen */
     } else if (call != NULL) {
         call_put(srv, call);
     }
@@ -855,15 +794,8 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
             call_put(srv, call);
             break;
         }
-        call_start(srv, call, port);
         progress++;
-        bool moved = false;
-        if (call_progress(srv, call, &moved)) {
-            call_put(srv, call);
-        } else {
-            srv->calls[rpc_port_index(&port)] = call;
-            srv->active[srv->nactive++] = rpc_port_index(&port);
-        }
+        call_run(srv, call, port);
     }
 
     srv_flush_lazy(srv, progress);

@@ -664,8 +664,9 @@ static void test_user(bool wide)
           (unsigned long long)(st1.inline_answers - st0.inline_answers), TETHER_RPC_INLINE_MAX + 1);
     /* One thread's calls one after the other on its home port: one-lane calls are answered on
      * the server thread's hot path (most of them; at least one must be, however long a loaded
-     * machine keeps the server thread off its CPU: no time limit here but ctest's hang guard),
-     * wide ones never. */
+     * machine keeps the server thread off its CPU: no time limit here but ctest's hang guard).
+     * Wide ones ring the doorbell, which ends the thread's watch of the hot ports, so they may
+     * be served by either way. */
     for (int c = 0;; c++) {
         char one[4] = {(char)c, 1, 2, 3}, rev[4];
         CHECK(tether_rpc_call(0x8001, one, 4, rev, 4) == 4 && rev[0] == 3 && rev[3] == (char)c,
@@ -678,9 +679,9 @@ static void test_user(bool wide)
         if (c == 1000000)
             fprintf(stderr, "no call answered on the hot path after %d calls; calling on\n", c);
     }
-    CHECK(wide ? st1.hot_answers == 0 : st1.hot_answers > st0.hot_answers,
-          "%s calls: %llu answered on the hot path", wide ? "wide" : "one-lane",
-          (unsigned long long)st1.hot_answers);
+    CHECK(wide ? st1.hot_answers <= st1.inline_answers : st1.hot_answers > st0.hot_answers,
+          "%s calls: %llu answered on the hot path, %llu inline", wide ? "wide" : "one-lane",
+          (unsigned long long)st1.hot_answers, (unsigned long long)st1.inline_answers);
     uint64_t head[2];
     uint32_t status;
     uint64_t ilen;
