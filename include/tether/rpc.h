@@ -268,25 +268,6 @@ struct tether_rpc_stats {
     uint64_t inline_answers; /* answers that also went in the head (tether/rpc_opcodes.h) */
     uint64_t hot_answers;    /* of those, calls that the server thread answered as soon as it
                                 saw them on a port of the last calls (without a sweep) */
-    /* With TETHER_RPC_TIMING set (else 0): calls timed, their total time from the server's open
-     * to its close, and for calls that followed a call on the same port, their number and the
-     * total time from that close to this open (the device's side of a round trip). */
-    uint64_t timed_calls;
-    uint64_t serve_ns;
-    uint64_t gaps;
-    uint64_t gap_ns;
-    /* Calls the server thread saw waiting while it polled the ports of the last calls, the
-     * total time from seeing them to opening them, and of those answered, the total time from
-     * seeing them to the answer's head stored (the server's turnaround). */
-    uint64_t seen;
-    uint64_t seen_ns;
-    uint64_t seen_answered;
-    uint64_t seen_answer_ns;
-    /* Time in the services (formatting, the heap, user handlers), time inside
-     * tether_rpc_server_handle, and sweeps over every port that found no call. */
-    uint64_t service_ns;
-    uint64_t handle_ns;
-    uint64_t sweeps;
 };
 void tether_rpc_server_stats(tether_rpc_server_t *server, struct tether_rpc_stats *stats_p);
 

@@ -51,9 +51,11 @@ struct srv_call {
     uint32_t units;      /* messages: 1 if wide, else lanes in mask */
     uint8_t lane_of[64]; /* unit -> lane */
     enum srv_phase phase;
-    bool answered;      /* the server sent at least one packet of an answer */
-    uint64_t open_t;    /* TETHER_RPC_TIMING: when the server opened the call (srv_clock) */
-    uint64_t seen_t;    /* when the thread's poll saw it waiting (srv_clock; 0: not seen so) */
+    bool answered; /* the server sent at least one packet of an answer */
+#if TETHER_RPC_PROFILE
+    uint64_t open_t; /* when the server opened the call (srv_clock) */
+    uint64_t seen_t; /* when the thread's poll saw it waiting (srv_clock; 0: not seen so) */
+#endif
     struct srv_msg *rx; /* units entries (storage: msgs) */
     struct srv_msg *tx; /* units entries (storage: msgs) */
     struct srv_call *next_free;
@@ -94,6 +96,20 @@ struct srv_alloc {
     uint64_t raw; /* what device_alloc returned */
     uint64_t size;
 };
+
+#if TETHER_RPC_PROFILE
+/* The profiling build's call timing (rpc_profile.h): on when TETHER_RPC_TIMING was on at the
+ * server's creation.  The counters hold srv_clock ticks (srv_count: written under handle_lock). */
+struct srv_profile {
+    bool on;
+    double ns_per_tick; /* srv_clock's unit, measured at create */
+    uint32_t port;      /* port of the last call closed, + 1 (0: none) */
+    uint64_t close_t;   /* when it closed */
+    uint64_t seen_t;    /* when the thread's poll of the hot ports saw a call (0: not) */
+    _Atomic uint64_t timed_calls, serve_ns, gaps, gap_ns, seen, seen_ns, seen_answered,
+        seen_answer_ns, service_ns, handle_ns, sweeps;
+};
+#endif
 
 struct tether_rpc_server {
     struct tether_rpc_server_config config;
@@ -156,13 +172,9 @@ struct tether_rpc_server {
     uint64_t flush_ns; /* CLOCK_MONOTONIC of the last flush */
 
     bool trace; /* TETHER_RPC_TRACE set: one diagnostic line per call (debugging) */
-    /* TETHER_RPC_TIMING set: time each call from open to close, and the gap between a call's
-     * close and the next call's open on the same port (a device thread's next call) */
-    bool timing;
-    double timing_ns_per_tick; /* srv_clock's unit, measured at create */
-    uint32_t timing_port;      /* port of the last call closed, + 1 (0: none) */
-    uint64_t timing_close_t;
-    uint64_t timing_seen_t; /* when the thread's poll of the hot ports saw a call (0: not) */
+#if TETHER_RPC_PROFILE
+    struct srv_profile prof; /* call timing (rpc_profile.h) */
+#endif
 
     /* exit requested by the device (handled after the sweep) */
     bool exit_pending;
@@ -177,8 +189,6 @@ struct tether_rpc_server {
     _Atomic uint64_t st_unhandled;
     _Atomic uint64_t st_malformed;
     _Atomic uint64_t st_wakeups;
-    _Atomic uint64_t st_timed_calls, st_serve_ns, st_gaps, st_gap_ns, st_seen, st_seen_ns;
-    _Atomic uint64_t st_service_ns, st_handle_ns, st_sweeps, st_seen_answered, st_seen_answer_ns;
 
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;
@@ -241,11 +251,71 @@ uint32_t srv_hot_waiting(struct tether_rpc_server *srv);
  * inside tether_rpc_server_handle.  True when it opened a call. */
 bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index);
 
-/* TETHER_RPC_TIMING's clock: the time stamp counter on x86-64 (18 ns a read in the GPU
- * machines' VMs against 39 ns for clock_gettime, several reads per call), else CLOCK_MONOTONIC
- * in ns.  The st_*_ns counters hold its ticks; tether_rpc_server_stats converts
- * with srv->timing_ns_per_tick. */
+/* The profiling build's timing hooks (rpc_profile.c; rpc_profile.h says what they time), each
+ * doing nothing unless TETHER_RPC_TIMING was on at the server's creation.  In other builds they
+ * are empty and compile away.  srv_prof_now: srv_clock when timing, else 0; srv_prof_service and
+ * srv_prof_handle take such a reading from before the services / the handle. */
+#if TETHER_RPC_PROFILE
+/* The clock: the time stamp counter on x86-64, else CLOCK_MONOTONIC in ns. */
 uint64_t srv_clock(void);
+void srv_prof_init(struct tether_rpc_server *srv);
+void srv_prof_reset(struct tether_rpc_server *srv);
+uint64_t srv_prof_now(struct tether_rpc_server *srv);
+void srv_prof_seen(struct tether_rpc_server *srv); /* the thread saw a call on a hot port */
+void srv_prof_opened(struct tether_rpc_server *srv, struct srv_call *call);
+void srv_prof_service(struct tether_rpc_server *srv, uint64_t t0);
+void srv_prof_answered(struct tether_rpc_server *srv, struct srv_call *call); /* first send */
+void srv_prof_closed(struct tether_rpc_server *srv, struct srv_call *call);
+void srv_prof_sweep_empty(struct tether_rpc_server *srv);
+void srv_prof_handle(struct tether_rpc_server *srv, uint64_t t0);
+#else
+static inline void srv_prof_init(struct tether_rpc_server *srv)
+{
+    (void)srv;
+}
+static inline void srv_prof_reset(struct tether_rpc_server *srv)
+{
+    (void)srv;
+}
+static inline uint64_t srv_prof_now(struct tether_rpc_server *srv)
+{
+    (void)srv;
+    return 0;
+}
+static inline void srv_prof_seen(struct tether_rpc_server *srv)
+{
+    (void)srv;
+}
+static inline void srv_prof_opened(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    (void)srv;
+    (void)call;
+}
+static inline void srv_prof_service(struct tether_rpc_server *srv, uint64_t t0)
+{
+    (void)srv;
+    (void)t0;
+}
+static inline void srv_prof_answered(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    (void)srv;
+    (void)call;
+}
+static inline void srv_prof_closed(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    (void)srv;
+    (void)call;
+}
+static inline void srv_prof_sweep_empty(struct tether_rpc_server *srv)
+{
+    (void)srv;
+}
+static inline void srv_prof_handle(struct tether_rpc_server *srv, uint64_t t0)
+{
+    (void)srv;
+    (void)t0;
+}
+#endif
 
 /* Adds n to one of the st_ counters other than st_wakeups.  Their writers all hold handle_lock,
  * so a relaxed load and store do, without a locked instruction on a call's path (one before

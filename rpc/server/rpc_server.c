@@ -57,30 +57,6 @@ static uint64_t srv_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t srv_clock(void)
-{
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#else
-    return srv_now_ns();
-#endif
-}
-
-/* srv_clock's ns per tick: both clocks read across 2 ms (TETHER_RPC_TIMING only). */
-static double timing_calibrate(void)
-{
-#if defined(__x86_64__)
-    uint64_t n0 = srv_now_ns(), t0 = srv_clock(), n1, t1;
-    do {
-        n1 = srv_now_ns();
-        t1 = srv_clock();
-    } while (n1 - n0 < 2000000u);
-    return t1 > t0 ? (double)(n1 - n0) / (double)(t1 - t0) : 1.0;
-#else
-    return 1.0;
-#endif
-}
-
 void srv_flush(struct tether_rpc_server *srv)
 {
     if (!srv->wrote)
@@ -132,8 +108,14 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     srv->out = config->out ? config->out : stdout;
     srv->err = config->err ? config->err : stderr;
     srv->trace = tether_env_bool("TETHER_RPC_TRACE", false);
-    srv->timing = tether_env_bool("TETHER_RPC_TIMING", false);
-    srv->timing_ns_per_tick = srv->timing ? timing_calibrate() : 1.0;
+#if TETHER_RPC_PROFILE
+    srv_prof_init(srv);
+#else
+    if (tether_env_bool("TETHER_RPC_TIMING", false))
+        tether_env_warn("TETHER_RPC_TIMING",
+                        "TETHER_RPC_TIMING is set, but this build of tether does not time RPC "
+                        "calls: configure it with -DTETHER_RPC_PROFILE=ON for that");
+#endif
     atomic_init(&srv->bell.seq, 0);
     atomic_init(&srv->bell.sleepers, 0);
     atomic_init(&srv->kernels, 0);
@@ -215,8 +197,7 @@ void srv_calls_reset(struct tether_rpc_server *srv)
     srv->handler_cache.valid = false;
     srv->exit_pending = false;
     srv->wrote = false;
-    srv->timing_port = 0;
-    srv->timing_seen_t = 0;
+    srv_prof_reset(srv);
     /* The ports: every call on them was made by a thread the child does not have. */
     memset(srv->region_host, 0, srv->region_size);
     memset(srv->locks, 0, rpc_lock_size(ports));
@@ -575,41 +556,6 @@ uint32_t srv_hot_waiting(struct tether_rpc_server *srv)
     return 0;
 }
 
-/* TETHER_RPC_TIMING at a call's open: the gap since the last call's close on the same port, the
- * time since the thread's poll saw it.  Returns when the poll saw it (0: not so). */
-static uint64_t timing_opened(struct tether_rpc_server *srv, uint32_t index, uint64_t open_t)
-{
-    uint64_t seen_t = srv->timing_seen_t;
-    if (srv->timing_port == index + 1) {
-        srv_count(&srv->st_gaps, 1);
-        srv_count(&srv->st_gap_ns, open_t - srv->timing_close_t);
-    }
-    if (seen_t != 0) {
-        srv_count(&srv->st_seen, 1);
-        srv_count(&srv->st_seen_ns, open_t - seen_t);
-        srv->timing_seen_t = 0;
-    }
-    return seen_t;
-}
-
-/* TETHER_RPC_TIMING after an answer's first send (its head stored). */
-static void timing_answered(struct tether_rpc_server *srv, uint64_t seen_t)
-{
-    if (seen_t != 0) {
-        srv_count(&srv->st_seen_answered, 1);
-        srv_count(&srv->st_seen_answer_ns, srv_clock() - seen_t);
-    }
-}
-
-/* TETHER_RPC_TIMING at a call's close. */
-static void timing_closed(struct tether_rpc_server *srv, uint32_t index, uint64_t open_t)
-{
-    srv->timing_close_t = srv_clock();
-    srv->timing_port = index + 1;
-    srv_count(&srv->st_timed_calls, 1);
-    srv_count(&srv->st_serve_ns, srv->timing_close_t - open_t);
-}
-
 static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc_port_t port)
 {
     uint32_t op = rpc_port_opcode(&port);
@@ -626,11 +572,7 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
         call->lane_of[0] = call->mask ? (uint8_t)__builtin_ctzll(call->mask) : 0;
     call->phase = SRV_RECV;
     call->answered = false;
-    call->seen_t = 0;
-    if (srv->timing) {
-        call->open_t = srv_clock();
-        call->seen_t = timing_opened(srv, rpc_port_index(&port), call->open_t);
-    }
+    srv_prof_opened(srv, call);
     for (u = 0; u < call->units; u++) {
         msg_reset(&call->rx[u]);
         msg_reset(&call->tx[u]);
@@ -651,10 +593,9 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
     for (;;) {
         if (call->phase == SRV_RECV) {
             if (units_complete(call->rx, call->units)) {
-                uint64_t t0 = srv->timing ? srv_clock() : 0;
+                uint64_t t0 = srv_prof_now(srv);
                 bool answers = srv_service_run(srv, call);
-                if (srv->timing)
-                    srv_count(&srv->st_service_ns, srv_clock() - t0);
+                srv_prof_service(srv, t0);
                 if (!answers)
                     break;
                 for (uint32_t u = 0; u < call->units; u++)
@@ -673,14 +614,13 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
             if (!rpc_server_try_send(&srv->rpc, &call->port, tx_fill, call))
                 return false;
             if (!call->answered)
-                timing_answered(srv, call->seen_t);
+                srv_prof_answered(srv, call);
             call->answered = true;
             *moved_p = true;
         }
     }
     rpc_server_close(&srv->rpc, &call->port);
-    if (srv->timing)
-        timing_closed(srv, rpc_port_index(&call->port), call->open_t);
+    srv_prof_closed(srv, call);
     atomic_store_explicit(&srv->hot_answered, call->answered, memory_order_relaxed);
     srv_count(&srv->st_calls, 1);
     if (srv->trace)
@@ -757,7 +697,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
     uint32_t progress = 0;
     tether_status_t st = TETHER_OK;
     pthread_mutex_lock(&srv->handle_lock);
-    uint64_t handle_t0 = srv->timing ? srv_clock() : 0;
+    uint64_t handle_t0 = srv_prof_now(srv);
 
     /* Calls in flight first (they hold ports the device waits on). */
     for (uint32_t i = 0; i < srv->nactive;) {
@@ -789,8 +729,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
             got = hot != 0 && rpc_server_try_open_port(&srv->rpc, hot - 1, &port);
         }
         if (!got && !rpc_server_try_open_n(&srv->rpc, sweep_words, &port)) {
-            if (srv->timing)
-                srv_count(&srv->st_sweeps, 1);
+            srv_prof_sweep_empty(srv);
             call_put(srv, call);
             break;
         }
@@ -801,8 +740,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
     srv_flush_lazy(srv, progress);
     if (srv->exit_pending)
         finish_exit(srv);
-    if (srv->timing)
-        srv_count(&srv->st_handle_ns, srv_clock() - handle_t0);
+    srv_prof_handle(srv, handle_t0);
     pthread_mutex_unlock(&srv->handle_lock);
     if (progress_p != NULL)
         *progress_p = progress;
@@ -820,18 +758,6 @@ void tether_rpc_server_stats(tether_rpc_server_t *srv, struct tether_rpc_stats *
     s.unhandled = atomic_load(&srv->st_unhandled);
     s.malformed = atomic_load(&srv->st_malformed);
     s.wakeups = atomic_load(&srv->st_wakeups);
-    double k = srv->timing_ns_per_tick;
-    s.timed_calls = atomic_load(&srv->st_timed_calls);
-    s.serve_ns = (uint64_t)((double)atomic_load(&srv->st_serve_ns) * k);
-    s.gaps = atomic_load(&srv->st_gaps);
-    s.gap_ns = (uint64_t)((double)atomic_load(&srv->st_gap_ns) * k);
-    s.seen = atomic_load(&srv->st_seen);
-    s.seen_ns = (uint64_t)((double)atomic_load(&srv->st_seen_ns) * k);
-    s.seen_answered = atomic_load(&srv->st_seen_answered);
-    s.seen_answer_ns = (uint64_t)((double)atomic_load(&srv->st_seen_answer_ns) * k);
-    s.service_ns = (uint64_t)((double)atomic_load(&srv->st_service_ns) * k);
-    s.handle_ns = (uint64_t)((double)atomic_load(&srv->st_handle_ns) * k);
-    s.sweeps = atomic_load(&srv->st_sweeps);
     pthread_mutex_lock(&srv->heap_lock);
     s.heap_chunks = srv->nallocs;
     s.heap_bytes = srv->heap_bytes;

@@ -305,8 +305,7 @@ static void *thread_main(void *arg)
                 if (hot == SRV_HOT_SWEEP)
                     break;
                 if (hot != 0) {
-                    if (srv->timing)
-                        srv->timing_seen_t = srv_clock(); /* a hot port has a call */
+                    srv_prof_seen(srv); /* a hot port has a call */
                     if (srv_serve_hot(srv, hot - 1))
                         last = now_ns();
                     break;
