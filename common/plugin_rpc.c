@@ -5,7 +5,8 @@
  * Per device: one server per loaded image that defines __tether_rpc_client
  * (PLUGIN_RPC_CLIENT_SYMBOL; each image has its own port locks), kept on an append-only list in
  * dev->state->rpc; every kernel start/finish of the device is told to each of them, so a server
- * thread polls only while a kernel of its device runs and sleeps otherwise.  Contract with the rest
+ * thread polls only while a kernel of its device runs (and backs off to short sleeps when its
+ * calls stop) and sleeps otherwise.  Contract with the rest
  * of common/:
  *  - plugin_rpc_attach(dev, loaded): once per image defining the symbol, after it loaded and
  *    before any of its kernels runs: allocates the mailboxes (ops->shared_alloc, or ops->alloc

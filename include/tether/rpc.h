@@ -6,7 +6,8 @@
  * ports in memory both sides can reach (rpc/rpc.h).  This library owns that
  * memory, answers the calls (printf, puts/fputs/fwrite, malloc/free chunks,
  * exit/abort, user opcodes: tether/rpc_opcodes.h) and runs one thread per
- * device that polls while a kernel of that device runs and sleeps otherwise.
+ * device that polls while a kernel of that device makes calls, backs off to
+ * short sleeps when they stop, and sleeps while no kernel runs.
  * It never talks to a driver: memory comes from the callbacks it is given.
  *
  * What a plugin does (common/ owns this sequence; docs/rpc-services.md):
@@ -204,12 +205,15 @@ struct tether_rpc_thread_config {
      * A failure stops the thread before it starts; start returns the status. */
     tether_status_t (*attach)(void *ctx, struct tether_error *err);
     void *attach_ctx;
-    uint32_t spin_us;  /* busy-poll this long after the last call (0: 200) */
-    uint32_t sleep_us; /* then sleep this long between polls while a kernel runs (0: 20) */
 };
 
 /*
- * Starts the device's server thread.  Errors: TETHER_ERR_BUSY (already
+ * Starts the device's server thread.  While no kernel of the device runs it
+ * sleeps; while one runs it stays hot as long as calls come, then backs off to
+ * sleeps of at most 100 us (a server of host clients, which ring for every
+ * call, sleeps until rung).  TETHER_WAIT=spin keeps it hot while a kernel runs,
+ * TETHER_WAIT=block makes it sleep whenever a sweep found no call
+ * (docs/rpc-services.md section 8).  Errors: TETHER_ERR_BUSY (already
  * started), TETHER_ERR_INTERNAL (pthread), or attach's status.
  */
 tether_status_t tether_rpc_server_start(tether_rpc_server_t *server,

@@ -24,6 +24,7 @@
 
 #include "../device/device_client.h"
 #include "../rpc.h"
+#include "rpc_env.h"
 #include "rpc_printf.h"
 #include "tether/rpc.h"
 
@@ -135,6 +136,8 @@ struct tether_rpc_server {
     struct srv_call **calls;
     uint32_t *active; /* port indices with a call, `nactive` of them */
     uint32_t nactive;
+    _Atomic uint32_t in_flight; /* nactive as the last holder of handle_lock left it (read by the
+                                   thread without the lock: may it sleep until rung?) */
     struct srv_call *pool;
     /* The ports that started the last SRV_HOT calls (index + 1; 0: none), written under
      * handle_lock, read by the server thread between sweeps (srv_hot_waiting). */
@@ -326,6 +329,37 @@ static inline void srv_count(_Atomic uint64_t *counter, uint64_t n)
     atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
                           memory_order_relaxed);
 }
+
+/*
+ * The server thread's back-off while a kernel runs (rpc_thread.c has the policy in words), by
+ * counts: a round is one sweep for calls and what the thread does after it.  After each round
+ * that found no call, srv_idle_next says what comes next:
+ *   SRV_IDLE_HOT    sweep again, with the watch of the hot ports between sweeps (calls come)
+ *   SRV_IDLE_RELAX  watch the hot ports and the doorbell with a cpu-relax pause between polls
+ *                   for a while (THREAD_HOT_NS), then sweep
+ *   SRV_IDLE_SLEEP  sleep on the doorbell for *slice_ns_p, then sweep
+ * adaptive (TETHER_WAIT's default): SRV_IDLE_HOT_ROUNDS hot rounds, SRV_IDLE_RELAX_ROUNDS
+ * relaxed ones, then sleeps whose slice doubles from SRV_IDLE_SLICE_MIN_NS up to
+ * SRV_IDLE_SLICE_MAX_NS (so a call after a long quiet spell is seen within the longest slice);
+ * spin: always hot; block: a sleep of the longest slice after every round without a call.
+ * A call served, or the doorbell rung (a kernel started, notify, a host client's call), resets
+ * it with srv_idle_reset: hot again.
+ */
+enum srv_idle_phase { SRV_IDLE_HOT, SRV_IDLE_RELAX, SRV_IDLE_SLEEP };
+#define SRV_IDLE_HOT_ROUNDS 16u
+#define SRV_IDLE_RELAX_ROUNDS 16u
+#define SRV_IDLE_SLICE_MIN_NS 25000u
+#define SRV_IDLE_SLICE_MAX_NS 100000u
+
+struct srv_idle {
+    enum tether_wait_mode mode;
+    uint32_t empty; /* rounds without a call since the last reset (stops counting at a sleep of
+                       the longest slice) */
+};
+
+void srv_idle_init(struct srv_idle *idle, enum tether_wait_mode mode);
+void srv_idle_reset(struct srv_idle *idle);
+enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p);
 
 /* tether_rpc_server_handle with the sweep for new calls bounded to `sweep_words` bitmap words
  * (32 ports each; 0: every port), continuing where the last sweep stopped: the server thread's

@@ -16,6 +16,11 @@
 #define SRV_DEFAULT_PORTS 64u
 #define SRV_DEFAULT_LANES 32u
 
+_Static_assert(offsetof(struct tether_rpc_server, bell.sleepers) -
+                           offsetof(struct tether_rpc_server, bell.seq) ==
+                       offsetof(struct tether_rpc_doorbell, sleepers),
+               "the server's doorbell is a struct tether_rpc_doorbell");
+
 size_t tether_rpc_client_size(void)
 {
     return sizeof(struct tether_rpc_device_client);
@@ -119,6 +124,7 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     atomic_init(&srv->bell.seq, 0);
     atomic_init(&srv->bell.sleepers, 0);
     atomic_init(&srv->kernels, 0);
+    atomic_init(&srv->in_flight, 0);
     snprintf(srv->where, sizeof srv->where, "no server thread");
 
     srv->locks = calloc(1, rpc_lock_size(ports));
@@ -190,6 +196,7 @@ void srv_calls_reset(struct tether_rpc_server *srv)
     }
     memset(srv->calls, 0, ports * sizeof *srv->calls);
     srv->nactive = 0;
+    atomic_store_explicit(&srv->in_flight, 0, memory_order_relaxed);
     for (uint32_t i = 0; i < SRV_HOT; i++)
         atomic_store_explicit(&srv->hot[i], 0, memory_order_relaxed);
     srv->hot_next = 0;
@@ -682,6 +689,7 @@ bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index)
     }
     if (srv->exit_pending)
         finish_exit(srv);
+    atomic_store_explicit(&srv->in_flight, srv->nactive, memory_order_relaxed);
     pthread_mutex_unlock(&srv->handle_lock);
     return opened;
 }
@@ -741,6 +749,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
     if (srv->exit_pending)
         finish_exit(srv);
     srv_prof_handle(srv, handle_t0);
+    atomic_store_explicit(&srv->in_flight, srv->nactive, memory_order_relaxed);
     pthread_mutex_unlock(&srv->handle_lock);
     if (progress_p != NULL)
         *progress_p = progress;

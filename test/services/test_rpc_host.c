@@ -5,7 +5,8 @@
  * plain host memory.  Runs under ThreadSanitizer too.
  *
  *   test_rpc_host <case> [scale]
- * cases: printf-wide printf-lanes write malloc malloc-burst user bad exit abort drain placement
+ * cases: printf-wide printf-lanes write malloc malloc-burst user user-lanes bad exit abort drain
+ *        idle-lanes idle-wide placement
  * (placement exits 77, ctest's skip, when no PCI device in sysfs lists its local cores)
  */
 #include <dirent.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "../../rpc/device/device_internal.h"
+#include "../../rpc/server/rpc_internal.h"
 #include "tether/rpc.h"
 #include "svc_shared_mem.h"
 #include "svc_test.h"
@@ -957,6 +959,76 @@ static void *drain_thread(void *arg)
     return NULL;
 }
 
+/* ---- the thread while a kernel runs but makes no call ------------------------------------ */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/*
+ * A kernel runs (rig_up started one) and makes no call for half a second.  Bounds that only a
+ * busy server thread can break, never a slow machine (which wakes it less): a GPU-like server
+ * (lanes) sleeps in slices of at most 100 us once calls stop, so it wakes at most once per 100 us
+ * (plus the first, shorter slices); a server of host clients (wide), which ring for every call,
+ * sleeps until rung, so it wakes only at its 50 ms safety poll.  TETHER_WAIT=spin (ctest sets it for idle-spin): no sleep at all while the
+ * kernel runs; block: sleeps too.  Then calls are answered.
+ */
+static void test_idle(bool wide)
+{
+    const char *mode = getenv("TETHER_WAIT") != NULL ? getenv("TETHER_WAIT") : "adaptive";
+    bool spin = strcmp(mode, "spin") == 0;
+    struct rig rig;
+    rig_up(&rig, wide, 16, 32, true);
+    atomic_int count = 0;
+    CHECK(tether_rpc_register(rig.srv, 0x8001, reverse_handler, &count) == TETHER_OK, "register");
+    char rev[4];
+    CHECK(tether_rpc_call(0x8001, "abcd", 4, rev, 4) == 4, "a call before the quiet stretch");
+    sleep_ms(20); /* past the hot rounds and the first slices */
+
+    struct tether_rpc_stats s0, s1;
+    tether_rpc_server_stats(rig.srv, &s0);
+    uint64_t t0 = mono_ns();
+    sleep_ms(500);
+    tether_rpc_server_stats(rig.srv, &s1);
+    uint64_t elapsed = mono_ns() - t0;
+    uint64_t wakeups = s1.wakeups - s0.wakeups;
+    printf("%s, TETHER_WAIT=%s: %llu wake-ups in %.1f ms without calls\n",
+           wide ? "host clients" : "GPU-like clients", mode, (unsigned long long)wakeups,
+           (double)elapsed / 1e6);
+    if (spin) {
+        CHECK(wakeups == 0, "TETHER_WAIT=spin: the thread slept %llu times while a kernel ran",
+              (unsigned long long)wakeups);
+    } else if (wide) {
+        CHECK(wakeups <= elapsed / 50000000u + 4,
+              "host clients: %llu wake-ups in %llu ns without a call or a ring",
+              (unsigned long long)wakeups, (unsigned long long)elapsed);
+    } else {
+        CHECK(wakeups >= 1, "the thread never slept in %llu ns without calls",
+              (unsigned long long)elapsed);
+        CHECK(wakeups <= elapsed / SRV_IDLE_SLICE_MAX_NS + 4,
+              "%llu wake-ups in %llu ns: slices shorter than %u ns", (unsigned long long)wakeups,
+              (unsigned long long)elapsed, SRV_IDLE_SLICE_MAX_NS);
+    }
+    /* Calls after the quiet stretch are answered (and the thread is hot again for them). */
+    for (int c = 0; c < 100; c++) {
+        char in[4] = {'w', 'x', 'y', (char)c};
+        CHECK(tether_rpc_call(0x8001, in, 4, rev, 4) == 4 && rev[0] == (char)c && rev[3] == 'w',
+              "call %d after the quiet stretch", c);
+    }
+    CHECK(atomic_load(&count) == 101, "handler ran %d times", atomic_load(&count));
+    rig_down(&rig);
+}
+
 static void test_drain(void)
 {
     struct rig rig;
@@ -1141,6 +1213,11 @@ int main(int argc, char **argv)
         test_exit(true);
     else if (strcmp(c, "drain") == 0)
         test_drain();
+    else if (strcmp(c, "idle-lanes") == 0)
+        test_idle(false);
+    else if (strcmp(c, "idle-wide") == 0)
+        test_idle(true);
+
     else if (strcmp(c, "placement") == 0) {
         if (test_placement() == 77)
             return 77;
