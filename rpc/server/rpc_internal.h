@@ -125,10 +125,12 @@ struct tether_rpc_server {
     rpc_word_t *locks;
 
     /* doorbell (layout of struct tether_rpc_doorbell): seq bumped by host
-     * clients, notify and kernel start/finish; sleepers > 0 while the thread waits */
+     * clients, notify and kernel start/finish; sleepers > 0 while the thread waits;
+     * waiters > 0 while host clients sleep for their answers */
     struct {
         _Atomic uint32_t seq;
         _Atomic uint32_t sleepers;
+        _Atomic uint32_t waiters;
     } bell;
 
     /* calls in flight, indexed by port; the free pool */

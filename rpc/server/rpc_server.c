@@ -5,10 +5,13 @@
  * rpc_internal.h for the life cycle, tether/rpc.h for the contract).
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rpc_env.h"
 #include "rpc_internal.h"
@@ -18,7 +21,10 @@
 
 _Static_assert(offsetof(struct tether_rpc_server, bell.sleepers) -
                            offsetof(struct tether_rpc_server, bell.seq) ==
-                       offsetof(struct tether_rpc_doorbell, sleepers),
+                       offsetof(struct tether_rpc_doorbell, sleepers) &&
+                   offsetof(struct tether_rpc_server, bell.waiters) -
+                           offsetof(struct tether_rpc_server, bell.seq) ==
+                       offsetof(struct tether_rpc_doorbell, waiters),
                "the server's doorbell is a struct tether_rpc_doorbell");
 
 size_t tether_rpc_client_size(void)
@@ -123,6 +129,7 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
 #endif
     atomic_init(&srv->bell.seq, 0);
     atomic_init(&srv->bell.sleepers, 0);
+    atomic_init(&srv->bell.waiters, 0);
     atomic_init(&srv->kernels, 0);
     atomic_init(&srv->in_flight, 0);
     snprintf(srv->where, sizeof srv->where, "no server thread");
@@ -265,7 +272,7 @@ tether_status_t tether_rpc_server_client_bytes(tether_rpc_server_t *srv, uint64_
     memset(&c, 0, sizeof c);
     c.magic = TETHER_RPC_CLIENT_MAGIC;
     c.version = TETHER_RPC_CLIENT_VERSION;
-    c.flags = srv->config.host_client ? TETHER_RPC_CLIENT_WIDE : 0;
+    c.flags = srv->config.host_client ? TETHER_RPC_CLIENT_WIDE | TETHER_RPC_CLIENT_WAKES : 0;
     c.device_id = srv->config.device_id;
     c.doorbell = srv->config.host_client ? (uint64_t)(uintptr_t)&srv->bell : 0;
     uint64_t locks_dev = global_dev + offsetof(struct tether_rpc_device_client, locks);
@@ -593,6 +600,20 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
     }
 }
 
+/* Host clients: after a send stored the head of port `index`, wakes a client that sleeps for it
+ * (device_client.h, TETHER_RPC_CLIENT_WAKES: it counted itself in `waiters` with a
+ * read-modify-write before it looked at the head, and sleeps only while the head's low half is
+ * clear).  The look at `waiters` is a read-modify-write too: the two are ordered on that word,
+ * so either this one sees the client counted, or the client's comes later and sees the head. */
+static void answer_wake(struct tether_rpc_server *srv, uint32_t index)
+{
+    if (atomic_fetch_add_explicit(&srv->bell.waiters, 0, memory_order_acq_rel) == 0)
+        return;
+    uint32_t *low = (uint32_t *)(void *)&srv->rpc.process.headers[index].head[0] +
+                    (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+    syscall(SYS_futex, low, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
 /* Advances a call as far as the device lets it.  Returns true when done
  * (the port was closed); *moved_p tells whether anything happened. */
 static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, bool *moved_p)
@@ -620,6 +641,8 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
                 set_inline_head(srv, call);
             if (!rpc_server_try_send(&srv->rpc, &call->port, tx_fill, call))
                 return false;
+            if (srv->config.host_client)
+                answer_wake(srv, rpc_port_index(&call->port));
             if (!call->answered)
                 srv_prof_answered(srv, call);
             call->answered = true;

@@ -6,7 +6,7 @@
  *
  *   test_rpc_host <case> [scale]
  * cases: printf-wide printf-lanes write malloc malloc-burst user user-lanes bad exit abort drain
- *        idle-lanes idle-wide placement
+ *        idle-lanes idle-wide slow-answers placement
  * (placement exits 77, ctest's skip, when no PCI device in sysfs lists its local cores)
  */
 #include <dirent.h>
@@ -968,6 +968,13 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void sleep_ms(unsigned ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -1026,6 +1033,69 @@ static void test_idle(bool wide)
               "call %d after the quiet stretch", c);
     }
     CHECK(atomic_load(&count) == 101, "handler ran %d times", atomic_load(&count));
+    rig_down(&rig);
+}
+
+/* Host clients whose answers take long (a handler that sleeps): the caller polls briefly, then
+ * sleeps until the server wakes it (device_client.h, TETHER_RPC_CLIENT_WAKES), so the calling
+ * thread's CPU time is a small share of its wait (a busy machine only lowers it). */
+static tether_status_t slow_handler(void *user, const struct tether_rpc_request *req,
+                                    struct tether_rpc_reply *reply)
+{
+    (void)user;
+    sleep_ms(20);
+    return tether_rpc_reply_append(reply, req->data, req->size);
+}
+
+struct slow_arg {
+    int calls;
+    uint64_t cpu_ns, wall_ns;
+    atomic_int *wrong;
+};
+
+static void *slow_thread(void *arg)
+{
+    struct slow_arg *a = arg;
+    uint64_t c0 = thread_cpu_ns(), t0 = mono_ns();
+    for (int c = 0; c < a->calls; c++) {
+        char in[24], out[24];
+        int n = snprintf(in, sizeof in, "slow call %d", c);
+        if (tether_rpc_call(0x8002, in, (uint64_t)n, out, sizeof out) != n || memcmp(in, out, n))
+            atomic_fetch_add(a->wrong, 1);
+    }
+    a->cpu_ns = thread_cpu_ns() - c0;
+    a->wall_ns = mono_ns() - t0;
+    return NULL;
+}
+
+static void test_slow_answers(void)
+{
+    struct rig rig;
+    rig_up(&rig, true, 16, 32, true);
+    CHECK(tether_rpc_register(rig.srv, 0x8002, slow_handler, NULL) == TETHER_OK, "register");
+    enum { THREADS = 3, CALLS = 10 };
+    atomic_int wrong = 0;
+    pthread_t tid[THREADS];
+    struct slow_arg args[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        args[t] = (struct slow_arg){CALLS, 0, 0, &wrong};
+        pthread_create(&tid[t], NULL, slow_thread, &args[t]);
+    }
+    uint64_t cpu = 0, wall = 0;
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        cpu += args[t].cpu_ns;
+        wall += args[t].wall_ns;
+    }
+    printf("slow answers: %d callers waited %.1f ms in all, using %.2f ms of CPU (%.2f%%)\n",
+           THREADS, (double)wall / 1e6, (double)cpu / 1e6, 100.0 * (double)cpu / (double)wall);
+    CHECK(atomic_load(&wrong) == 0, "%d wrong answers", atomic_load(&wrong));
+    CHECK(cpu < wall / 10, "callers used %.2f%% of their waits' time on a CPU",
+          100.0 * (double)cpu / (double)wall);
+    const struct tether_rpc_doorbell *bell =
+        (const struct tether_rpc_doorbell *)(uintptr_t)__tether_rpc_client.doorbell;
+    CHECK(bell != NULL && __atomic_load_n(&bell->waiters, __ATOMIC_RELAXED) == 0,
+          "callers still counted as waiting");
     rig_down(&rig);
 }
 
@@ -1217,7 +1287,8 @@ int main(int argc, char **argv)
         test_idle(false);
     else if (strcmp(c, "idle-wide") == 0)
         test_idle(true);
-
+    else if (strcmp(c, "slow-answers") == 0)
+        test_slow_answers();
     else if (strcmp(c, "placement") == 0) {
         if (test_placement() == 77)
             return 77;
