@@ -19,8 +19,8 @@
  *    refuses a kernel started from a user handler of one of the device's servers (it would wait
  *    for the thread running the handler).
  *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released; logs each
- *    server's counts (calls, inline answers, printf lines, ...) with LIBOMPTARGET_INFO's plugin
- *    bit (16) or TETHER_DEBUG.
+ *    server's counts (calls, inline answers, printf lines, ...) and its thread's CPU time and
+ *    calls served with LIBOMPTARGET_INFO's plugin bit (16) or TETHER_DEBUG.
  *  - fork(): in a child, the first of attach, launch_begin or launch_end on a device whose
  *    servers the server library marked forked restarts them on the host backend, or fails (a
  *    GPU: the driver's context and pinned memory stay with the parent); see rpc_after_fork.
@@ -467,6 +467,14 @@ void plugin_rpc_detach(struct plugin_device *dev)
                    (unsigned long long)st.hot_answers, (unsigned long long)st.printf_lines,
                    (unsigned long long)st.unhandled, (unsigned long long)st.malformed,
                    (unsigned long long)st.wakeups);
+        if (st.thread_ns != 0) {
+            plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+                       "rpc: server thread tether-rpc%d: %.1f ms of CPU in %.2f s (%.1f%% of a "
+                       "core), %llu calls served",
+                       dev->id, (double)st.thread_cpu_ns / 1e6, (double)st.thread_ns / 1e9,
+                       100.0 * (double)st.thread_cpu_ns / (double)st.thread_ns,
+                       (unsigned long long)st.calls);
+        }
 #if TETHER_RPC_PROFILE
         rpc_log_timing(dev, node->srv);
 #endif

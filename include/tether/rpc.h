@@ -272,6 +272,8 @@ struct tether_rpc_stats {
     uint64_t inline_answers; /* answers that also went in the head (tether/rpc_opcodes.h) */
     uint64_t hot_answers;    /* of those, calls that the server thread answered as soon as it
                                 saw them on a port of the last calls (without a sweep) */
+    uint64_t thread_cpu_ns;  /* CPU time the server thread used so far (0: no thread) */
+    uint64_t thread_ns;      /* time since the server thread started (0: no thread) */
 };
 void tether_rpc_server_stats(tether_rpc_server_t *server, struct tether_rpc_stats *stats_p);
 

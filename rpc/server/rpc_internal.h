@@ -236,6 +236,9 @@ void srv_flush(struct tether_rpc_server *srv);
 /* rpc_thread.c: stops and joins the thread (in a fork child: forgets it); puts a new server
  * on the list the fork handlers walk, takes one off it. */
 void srv_thread_stop(struct tether_rpc_server *srv);
+/* rpc_thread.c: the CPU time the server thread used (pthread_getcpuclockid) and the time since it
+ * started, in ns; both 0 without a thread. */
+void srv_thread_times(struct tether_rpc_server *srv, uint64_t *cpu_ns_p, uint64_t *run_ns_p);
 void srv_registry_add(struct tether_rpc_server *srv);
 void srv_registry_remove(struct tether_rpc_server *srv);
 

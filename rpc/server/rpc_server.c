@@ -790,6 +790,7 @@ void tether_rpc_server_stats(tether_rpc_server_t *srv, struct tether_rpc_stats *
     s.unhandled = atomic_load(&srv->st_unhandled);
     s.malformed = atomic_load(&srv->st_malformed);
     s.wakeups = atomic_load(&srv->st_wakeups);
+    srv_thread_times(srv, &s.thread_cpu_ns, &s.thread_ns);
     pthread_mutex_lock(&srv->heap_lock);
     s.heap_chunks = srv->nallocs;
     s.heap_bytes = srv->heap_bytes;

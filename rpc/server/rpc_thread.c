@@ -73,6 +73,7 @@ struct srv_thread {
     struct tether_error start_err;
     hwloc_bitmap_t cpuset;      /* where to run, NULL: anywhere */
     enum tether_wait_mode wait; /* TETHER_WAIT at start */
+    uint64_t start_ns;          /* CLOCK_MONOTONIC when it was started */
 };
 
 static long futex_wait(_Atomic uint32_t *word, uint32_t expect, const struct timespec *timeout)
@@ -435,6 +436,7 @@ tether_status_t tether_rpc_server_start(tether_rpc_server_t *srv,
         t->config = *config;
     t->config.pci_bus_id = NULL; /* not kept: only used below */
     t->wait = tether_env_wait();
+    t->start_ns = now_ns();
     t->config.pci_bus_id = config != NULL ? config->pci_bus_id : NULL;
     placement_plan(t);
     t->config.pci_bus_id = NULL;
@@ -494,6 +496,20 @@ void srv_thread_stop(struct tether_rpc_server *srv)
     hwloc_bitmap_free(t->cpuset);
     free(t);
     srv->thread = NULL;
+}
+
+void srv_thread_times(struct tether_rpc_server *srv, uint64_t *cpu_ns_p, uint64_t *run_ns_p)
+{
+    struct srv_thread *t = srv->thread;
+    clockid_t clock;
+    struct timespec ts;
+    *cpu_ns_p = 0;
+    *run_ns_p = 0;
+    if (t == NULL || atomic_load(&srv->forked))
+        return; /* no thread (a fork child's copy: the parent's) */
+    if (pthread_getcpuclockid(t->tid, &clock) == 0 && clock_gettime(clock, &ts) == 0)
+        *cpu_ns_p = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    *run_ns_p = now_ns() - t->start_ns;
 }
 
 void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)

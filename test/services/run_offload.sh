@@ -103,6 +103,17 @@ heap | user)
       fail "TETHER_RPC_CPUS=0 did not place the server thread: $(grep "rpc:" "$work/err.txt" | head -3)"
   fi
   ;;
+idle)
+  # A region quiet for a second, then calls (offload_idle.c checks the answers and that the
+  # server thread used under 5% of a core meanwhile); LIBOMPTARGET_INFO=16's line at exit gives
+  # the thread's CPU time and the calls it served.
+  LIBOMPTARGET_INFO=16 "$bin/offload_idle" > "$work/out.txt" 2> "$work/err.txt" ||
+    fail "exit status $?: $(cat "$work/out.txt") $(head -c 500 "$work/err.txt")"
+  cat "$work/out.txt"
+  line=$(grep -E "^tether \(x86_64\): device 0: rpc: server thread tether-rpc0: [0-9]+\.[0-9] ms of CPU in [0-9]+\.[0-9]{2} s \([0-9]+\.[0-9]% of a core\), 101 calls served$" "$work/err.txt" || true)
+  [ -n "$line" ] || fail "no line with the server thread's CPU time and 101 calls at exit: $(grep "rpc" "$work/err.txt" | head -5)"
+  echo "$line"
+  ;;
 heap-checks)
   # Every report the program expects (its "expect: " lines), each once, and nothing else.
   "$bin/offload_heap_checks" > "$work/out.txt" 2> "$work/err.txt" ||

@@ -987,7 +987,8 @@ static void sleep_ms(unsigned ms)
  * busy server thread can break, never a slow machine (which wakes it less): a GPU-like server
  * (lanes) sleeps in slices of at most 100 us once calls stop, so it wakes at most once per 100 us
  * (plus the first, shorter slices); a server of host clients (wide), which ring for every call,
- * sleeps until rung, so it wakes only at its 50 ms safety poll.  TETHER_WAIT=spin (ctest sets it for idle-spin): no sleep at all while the
+ * sleeps until rung, so it wakes only at its 50 ms safety poll and its CPU time is a small share
+ * of the stretch.  TETHER_WAIT=spin (ctest sets it for idle-spin): no sleep at all while the
  * kernel runs; block: sleeps too.  Then calls are answered.
  */
 static void test_idle(bool wide)
@@ -1008,10 +1009,14 @@ static void test_idle(bool wide)
     sleep_ms(500);
     tether_rpc_server_stats(rig.srv, &s1);
     uint64_t elapsed = mono_ns() - t0;
-    uint64_t wakeups = s1.wakeups - s0.wakeups;
-    printf("%s, TETHER_WAIT=%s: %llu wake-ups in %.1f ms without calls\n",
+    uint64_t wakeups = s1.wakeups - s0.wakeups, cpu = s1.thread_cpu_ns - s0.thread_cpu_ns;
+    printf("%s, TETHER_WAIT=%s: %llu wake-ups and %.2f ms of the server thread's CPU in %.1f ms "
+           "without calls (%.2f%% of a core)\n",
            wide ? "host clients" : "GPU-like clients", mode, (unsigned long long)wakeups,
-           (double)elapsed / 1e6);
+           (double)cpu / 1e6, (double)elapsed / 1e6, 100.0 * (double)cpu / (double)elapsed);
+    CHECK(s0.thread_ns != 0 && s1.thread_ns > s0.thread_ns && s1.thread_cpu_ns >= s0.thread_cpu_ns,
+          "thread times: %llu ns of CPU in %llu ns", (unsigned long long)s1.thread_cpu_ns,
+          (unsigned long long)s1.thread_ns);
     if (spin) {
         CHECK(wakeups == 0, "TETHER_WAIT=spin: the thread slept %llu times while a kernel ran",
               (unsigned long long)wakeups);
@@ -1019,6 +1024,8 @@ static void test_idle(bool wide)
         CHECK(wakeups <= elapsed / 50000000u + 4,
               "host clients: %llu wake-ups in %llu ns without a call or a ring",
               (unsigned long long)wakeups, (unsigned long long)elapsed);
+        CHECK(cpu < elapsed / 20, "host clients: the thread used %.2f%% of a core without calls",
+              100.0 * (double)cpu / (double)elapsed);
     } else {
         CHECK(wakeups >= 1, "the thread never slept in %llu ns without calls",
               (unsigned long long)elapsed);
