@@ -507,6 +507,9 @@ int64_t plugin_env_int(const char *name, int64_t def, int64_t min, int64_t max);
 bool plugin_env_bool(const char *name, bool def);
 /* Index in the NULL-terminated `choices` (any case), or def. */
 int plugin_env_choice(const char *name, const char *const *choices, int def);
+/* TETHER_WAIT (adaptive, spin, block): the index of its word, as enum plugin_wait_mode
+ * (plugin_wait.h) and the RPC server thread read it. */
+int plugin_env_wait(void);
 /* The text of a knob the caller checks itself; NULL when unset or "". */
 const char *plugin_env_str(const char *name);
 /* Which of tether's name and LLVM's name of one knob to read (tether's when both are set; a

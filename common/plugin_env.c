@@ -25,6 +25,11 @@ int plugin_env_choice(const char *name, const char *const *choices, int def)
     return tether_env_choice(name, choices, def);
 }
 
+int plugin_env_wait(void)
+{
+    return (int)tether_env_wait();
+}
+
 const char *plugin_env_str(const char *name)
 {
     return tether_env_str(name);

@@ -5,7 +5,8 @@
  * Per device: one server per loaded image that defines __tether_rpc_client
  * (PLUGIN_RPC_CLIENT_SYMBOL; each image has its own port locks), kept on an append-only list in
  * dev->state->rpc; every kernel start/finish of the device is told to each of them, so a server
- * thread polls only while a kernel of its device runs and sleeps otherwise.  Contract with the rest
+ * thread polls only while a kernel of its device runs (and backs off to short sleeps when its
+ * calls stop) and sleeps otherwise.  Contract with the rest
  * of common/:
  *  - plugin_rpc_attach(dev, loaded): once per image defining the symbol, after it loaded and
  *    before any of its kernels runs: allocates the mailboxes (ops->shared_alloc, or ops->alloc
@@ -18,8 +19,8 @@
  *    refuses a kernel started from a user handler of one of the device's servers (it would wait
  *    for the thread running the handler).
  *  - plugin_rpc_detach(dev): at shutdown, before the device's images are released; logs each
- *    server's counts (calls, inline answers, printf lines, ...) with LIBOMPTARGET_INFO's plugin
- *    bit (16) or TETHER_DEBUG.
+ *    server's counts (calls, inline answers, printf lines, ...) and its thread's CPU time and
+ *    calls served with LIBOMPTARGET_INFO's plugin bit (16) or TETHER_DEBUG.
  *  - fork(): in a child, the first of attach, launch_begin or launch_end on a device whose
  *    servers the server library marked forked restarts them on the host backend, or fails (a
  *    GPU: the driver's context and pinned memory stay with the parent); see rpc_after_fork.
@@ -44,6 +45,9 @@
 #include "plugin_state.h"
 #include "tether/rpc.h"
 #include "../rpc/device/device_client.h"
+#if TETHER_RPC_PROFILE
+#include "../rpc/server/rpc_profile.h"
+#endif
 
 /* TETHER_RPC_HEAP_RESERVE's largest value: 1 TiB. */
 #define RPC_HEAP_RESERVE_MAX ((int64_t)1 << 40)
@@ -203,8 +207,7 @@ static tether_status_t rpc_client_write(struct plugin_device *dev, struct rpc_im
     }
     if (rc == TETHER_OK && node->const_global != NULL) {
         /* NVIDIA images read the client's fixed part from constant memory. */
-        rc = plugin_write_device(dev, node->const_global, buf, tether_rpc_client_const_size(),
-                                 err);
+        rc = plugin_write_device(dev, node->const_global, buf, tether_rpc_client_const_size(), err);
     }
     free(buf);
     return rc;
@@ -417,6 +420,32 @@ tether_status_t tether_rtl_rpc_register(uint32_t opcode, tether_rpc_handler_t fn
     return tether_rpc_register_global(opcode, fn, user);
 }
 
+#if TETHER_RPC_PROFILE
+/* The profiling build: the server's call timing (TETHER_RPC_TIMING), averaged per call. */
+static void rpc_log_timing(struct plugin_device *dev, tether_rpc_server_t *srv)
+{
+    struct srv_timing t;
+    srv_timing_read(srv, &t);
+    if (t.timed_calls == 0) {
+        return;
+    }
+    plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+               "rpc timing: %.0f ns per call from open to close; %llu calls followed one on the "
+               "same port, %.0f ns from its close to their open; %llu seen by the thread's poll, "
+               "%.0f ns from seen to open, %.0f ns from seen to the answer's head stored",
+               (double)t.serve_ns / (double)t.timed_calls, (unsigned long long)t.gaps,
+               t.gaps ? (double)t.gap_ns / (double)t.gaps : 0.0, (unsigned long long)t.seen,
+               t.seen ? (double)t.seen_ns / (double)t.seen : 0.0,
+               t.seen_answered ? (double)t.seen_answer_ns / (double)t.seen_answered : 0.0);
+    plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+               "rpc timing: per call %.0f ns in the services, %.0f ns inside the server's handle, "
+               "%.2f sweeps that found no call",
+               (double)t.service_ns / (double)t.timed_calls,
+               (double)t.handle_ns / (double)t.timed_calls,
+               (double)t.sweeps / (double)t.timed_calls);
+}
+#endif
+
 void plugin_rpc_detach(struct plugin_device *dev)
 {
     struct rpc_image_server *node = servers(dev);
@@ -438,24 +467,17 @@ void plugin_rpc_detach(struct plugin_device *dev)
                    (unsigned long long)st.hot_answers, (unsigned long long)st.printf_lines,
                    (unsigned long long)st.unhandled, (unsigned long long)st.malformed,
                    (unsigned long long)st.wakeups);
-        if (st.timed_calls != 0) {
-            plugin_log(
-                dev->plugin, dev, PLUGIN_LOG_INFO,
-                "rpc timing: %.0f ns per call from open to close; %llu calls followed "
-                "one on the same port, %.0f ns from its close to their open; %llu seen "
-                "by the thread's poll, %.0f ns from seen to open, %.0f ns from seen to "
-                "the answer's head stored",
-                (double)st.serve_ns / (double)st.timed_calls, (unsigned long long)st.gaps,
-                st.gaps ? (double)st.gap_ns / (double)st.gaps : 0.0, (unsigned long long)st.seen,
-                st.seen ? (double)st.seen_ns / (double)st.seen : 0.0,
-                st.seen_answered ? (double)st.seen_answer_ns / (double)st.seen_answered : 0.0);
+        if (st.thread_ns != 0) {
             plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
-                       "rpc timing: per call %.0f ns in the services, %.0f ns inside the "
-                       "server's handle, %.2f sweeps that found no call",
-                       (double)st.service_ns / (double)st.timed_calls,
-                       (double)st.handle_ns / (double)st.timed_calls,
-                       (double)st.sweeps / (double)st.timed_calls);
+                       "rpc: server thread tether-rpc%d: %.1f ms of CPU in %.2f s (%.1f%% of a "
+                       "core), %llu calls served",
+                       dev->id, (double)st.thread_cpu_ns / 1e6, (double)st.thread_ns / 1e9,
+                       100.0 * (double)st.thread_cpu_ns / (double)st.thread_ns,
+                       (unsigned long long)st.calls);
         }
+#if TETHER_RPC_PROFILE
+        rpc_log_timing(dev, node->srv);
+#endif
         tether_rpc_server_destroy(node->srv);
         free(node);
         node = next;

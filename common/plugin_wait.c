@@ -7,6 +7,13 @@
 #include <time.h>
 
 #include "plugin.h"
+#include "../rpc/server/rpc_env.h"
+
+/* One parser reads TETHER_WAIT for the plugins and the RPC server thread (rpc_env.h). */
+_Static_assert(PLUGIN_WAIT_ADAPTIVE == (int)TETHER_WAIT_ADAPTIVE &&
+                   PLUGIN_WAIT_SPIN == (int)TETHER_WAIT_SPIN &&
+                   PLUGIN_WAIT_BLOCK == (int)TETHER_WAIT_BLOCK,
+               "TETHER_WAIT's words in one order");
 
 /* Weight of the newest wait in the running figures: 1/8 (the last ~8 waits count). */
 #define WAIT_AVG_SHIFT 3
@@ -32,9 +39,7 @@ uint64_t plugin_wait_clock(void)
 
 void plugin_wait_init(struct plugin_wait *w)
 {
-    static const char *const modes[] = {"adaptive", "spin", "block", NULL};
-
-    w->mode = (enum plugin_wait_mode)plugin_env_choice("TETHER_WAIT", modes, PLUGIN_WAIT_ADAPTIVE);
+    w->mode = (enum plugin_wait_mode)plugin_env_wait();
     w->clock = plugin_wait_clock;
     atomic_init(&w->typical_ns, PLUGIN_WAIT_MAX_NS / 2);
     atomic_init(&w->long_share, 0);

@@ -6,7 +6,8 @@
  * ports in memory both sides can reach (rpc/rpc.h).  This library owns that
  * memory, answers the calls (printf, puts/fputs/fwrite, malloc/free chunks,
  * exit/abort, user opcodes: tether/rpc_opcodes.h) and runs one thread per
- * device that polls while a kernel of that device runs and sleeps otherwise.
+ * device that polls while a kernel of that device makes calls, backs off to
+ * short sleeps when they stop, and sleeps while no kernel runs.
  * It never talks to a driver: memory comes from the callbacks it is given.
  *
  * What a plugin does (common/ owns this sequence; docs/rpc-services.md):
@@ -204,12 +205,15 @@ struct tether_rpc_thread_config {
      * A failure stops the thread before it starts; start returns the status. */
     tether_status_t (*attach)(void *ctx, struct tether_error *err);
     void *attach_ctx;
-    uint32_t spin_us;  /* busy-poll this long after the last call (0: 200) */
-    uint32_t sleep_us; /* then sleep this long between polls while a kernel runs (0: 20) */
 };
 
 /*
- * Starts the device's server thread.  Errors: TETHER_ERR_BUSY (already
+ * Starts the device's server thread.  While no kernel of the device runs it
+ * sleeps; while one runs it stays hot as long as calls come, then backs off to
+ * sleeps of at most 100 us (a server of host clients, which ring for every
+ * call, sleeps until rung).  TETHER_WAIT=spin keeps it hot while a kernel runs,
+ * TETHER_WAIT=block makes it sleep whenever a sweep found no call
+ * (docs/rpc-services.md section 8).  Errors: TETHER_ERR_BUSY (already
  * started), TETHER_ERR_INTERNAL (pthread), or attach's status.
  */
 tether_status_t tether_rpc_server_start(tether_rpc_server_t *server,
@@ -266,27 +270,10 @@ struct tether_rpc_stats {
     uint64_t heap_bytes;     /* device heap bytes handed out, live */
     uint64_t wakeups;        /* times the server thread woke from a sleep */
     uint64_t inline_answers; /* answers that also went in the head (tether/rpc_opcodes.h) */
-    uint64_t hot_answers;    /* of those, one-packet user calls that the server thread answered
-                                as soon as it saw them on a port of the last calls */
-    /* With TETHER_RPC_TIMING set (else 0): calls timed, their total time from the server's open
-     * to its close, and for calls that followed a call on the same port, their number and the
-     * total time from that close to this open (the device's side of a round trip). */
-    uint64_t timed_calls;
-    uint64_t serve_ns;
-    uint64_t gaps;
-    uint64_t gap_ns;
-    /* Calls the server thread saw waiting while it polled the ports of the last calls, the
-     * total time from seeing them to opening them, and of those answered, the total time from
-     * seeing them to the answer's head stored (the server's turnaround). */
-    uint64_t seen;
-    uint64_t seen_ns;
-    uint64_t seen_answered;
-    uint64_t seen_answer_ns;
-    /* Time in the services (formatting, the heap, user handlers), time inside
-     * tether_rpc_server_handle, and sweeps over every port that found no call. */
-    uint64_t service_ns;
-    uint64_t handle_ns;
-    uint64_t sweeps;
+    uint64_t hot_answers;    /* of those, calls that the server thread answered as soon as it
+                                saw them on a port of the last calls (without a sweep) */
+    uint64_t thread_cpu_ns;  /* CPU time the server thread used so far (0: no thread) */
+    uint64_t thread_ns;      /* time since the server thread started (0: no thread) */
 };
 void tether_rpc_server_stats(tether_rpc_server_t *server, struct tether_rpc_stats *stats_p);
 

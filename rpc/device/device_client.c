@@ -14,7 +14,9 @@
 
 #if defined(RPC_ARCH_HOST)
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #endif
 
@@ -247,6 +249,55 @@ static void dev_ring(const struct tether_rpc_device_const *c)
 #endif
 }
 
+#if defined(RPC_ARCH_HOST)
+/* How long a host client polls for its answer before it sleeps (TETHER_RPC_CLIENT_WAKES). */
+#define DEV_HOST_POLL_NS 20000u
+
+static uint64_t dev_host_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A host client's wait for its answer's head where the server wakes sleepers: polls for
+ * DEV_HOST_POLL_NS, then sleeps on the low half of the port's head[0] while it is clear (the
+ * client cleared the head before its flip; the server stores it, then wakes the word if a client
+ * counts itself in the doorbell's `waiters`: device_client.h). */
+static void dev_host_await(const struct tether_rpc_device_const *c, struct rpc_client *client,
+                           rpc_port_t *port)
+{
+    uint64_t until = 0;
+    for (uint32_t k = 1;; k++) {
+        if (rpc_client_try_recv(client, port, NULL, (void *)0))
+            return;
+        rpc_arch_pause();
+        if (k % 64 == 0) {
+            uint64_t now = dev_host_now_ns();
+            if (until == 0)
+                until = now + DEV_HOST_POLL_NS;
+            else if (now >= until)
+                break;
+        }
+    }
+    struct tether_rpc_doorbell *bell = (struct tether_rpc_doorbell *)(uintptr_t)c->doorbell;
+    rpc_head_word_t *head = &client->process.headers[rpc_port_index(port)].head[0];
+    uint32_t *low = (uint32_t *)(void *)head + (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+    for (;;) {
+        __atomic_fetch_add(&bell->waiters, 1, __ATOMIC_ACQ_REL);
+        bool clear = (uint32_t)atomic_load_explicit(head, memory_order_acquire) == 0;
+        bool done = rpc_client_try_recv(client, port, NULL, (void *)0);
+        if (!done && clear)
+            syscall(SYS_futex, low, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+        else if (!done)
+            sched_yield(); /* the head is being stored */
+        __atomic_fetch_sub(&bell->waiters, 1, __ATOMIC_RELEASE);
+        if (done || rpc_client_try_recv(client, port, NULL, (void *)0))
+            return;
+    }
+}
+#endif
+
 /* ---- calls -------------------------------------------------------------------------------- */
 
 /*
@@ -312,9 +363,11 @@ static DEV_INLINE rpc_port_t dev_open_home(const struct tether_rpc_device_const 
  * rpc_client_close_after_head; a thread's instructions after the answer are on the call's path,
  * those before the poll are not).  Elsewhere: rpc_client_recv.
  */
-static DEV_INLINE void dev_await_head(struct rpc_client *client, rpc_port_t *port,
+static DEV_INLINE void dev_await_head(const struct tether_rpc_device_const *c,
+                                      struct rpc_client *client, rpc_port_t *port,
                                       uint64_t *close_p, bool *fenced_p)
 {
+    (void)c; /* host clients only */
 #if defined(RPC_ARCH_NVPTX)
     uint64_t sent = __nvvm_read_ptx_sreg_clock64();
     uint32_t user = rpc_port_user(port);
@@ -344,7 +397,12 @@ static DEV_INLINE void dev_await_head(struct rpc_client *client, rpc_port_t *por
         rpc_port_set_user(port, dev_wait_next(user, explore, false, took));
     }
 #else
-    rpc_client_recv(client, port, NULL, (void *)0);
+#if defined(RPC_ARCH_HOST)
+    if (c->flags & TETHER_RPC_CLIENT_WAKES)
+        dev_host_await(c, client, port);
+    else
+#endif
+        rpc_client_recv(client, port, NULL, (void *)0);
     *close_p = rpc_client_close_word_after_head(port, fenced_p); /* after the recv: the same */
 #endif
 }
@@ -401,7 +459,7 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
         /* The head tells that the answer came and, for a short one, holds all of it. */
         uint64_t close;
         bool fenced;
-        dev_await_head(&client, &port, &close, &fenced);
+        dev_await_head(c, &client, &port, &close, &fenced);
         DEV_PROF_(5);
         uint64_t head[2] = {rpc_port_head(&port, 0), rpc_port_head(&port, 1)};
         if (tether_rpc_inline_is(head)) {

@@ -41,6 +41,9 @@
 /* Flags of struct tether_rpc_device_client. */
 #define TETHER_RPC_CLIENT_WIDE 0x1u /* the client is a host thread: use wide calls */
 #define TETHER_RPC_CLIENT_NEAR 0x2u /* `near` and the near base (flags bits 16..31) are set */
+#define TETHER_RPC_CLIENT_WAKES                                                                    \
+    0x4u /* host clients: the server wakes one that sleeps for its                                 \
+            answer (struct tether_rpc_doorbell, `waiters`) */
 
 /*
  * Near windows (NVIDIA).  A port's lock is a device-scope atomic on its state word in L2, the
@@ -150,10 +153,15 @@ static inline uint32_t tether_rpc_near_home(uint32_t flags, uint32_t window, uin
 
 /* The doorbell of host clients: a client bumps `seq` after its first packet
  * and, if `sleepers` is non-zero, wakes the server with FUTEX_WAKE_PRIVATE on
- * `seq` (same process). */
+ * `seq` (same process).  With TETHER_RPC_CLIENT_WAKES, a client that waited a
+ * while for its answer counts itself in `waiters` and sleeps with
+ * FUTEX_WAIT_PRIVATE on the low 32 bits of its port's head[0] while they are
+ * still clear (zero); the server, after storing an answer's head, wakes that
+ * word when `waiters` is non-zero. */
 struct tether_rpc_doorbell {
     uint32_t seq;
     uint32_t sleepers;
+    uint32_t waiters;
 };
 _Static_assert(sizeof(struct tether_rpc_device_client) == 128 + 8 * TETHER_RPC_DEVICE_PORTS_MAX,
                "client layout");

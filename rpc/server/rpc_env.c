@@ -186,6 +186,13 @@ int tether_env_choice(const char *name, const char *const *choices, int def)
     return def;
 }
 
+enum tether_wait_mode tether_env_wait(void)
+{
+    static const char *const modes[] = {"adaptive", "spin", "block", NULL};
+
+    return (enum tether_wait_mode)tether_env_choice("TETHER_WAIT", modes, TETHER_WAIT_ADAPTIVE);
+}
+
 const char *tether_env_pick(const char *name, const char *alias)
 {
     const char *mine = tether_env_str(name);

@@ -40,6 +40,18 @@ bool tether_env_bool(const char *name, bool def);
  * when unset/empty or not one of them (then one warning listing them). */
 int tether_env_choice(const char *name, const char *const *choices, int def);
 
+/* TETHER_WAIT's choices, in the order of its words: how tether's threads wait, the plugins' for
+ * a device's work (common/plugin_wait.h) and the RPC server thread for calls (rpc_thread.c). */
+enum tether_wait_mode {
+    TETHER_WAIT_ADAPTIVE = 0, /* poll for a while, then sleep (the default) */
+    TETHER_WAIT_SPIN = 1,     /* poll: the lowest latency, a core busy for the whole wait */
+    TETHER_WAIT_BLOCK = 2,    /* sleep at once */
+};
+
+/* TETHER_WAIT: adaptive, spin or block (any case); adaptive when unset, empty or another word
+ * (then one warning listing the three). */
+enum tether_wait_mode tether_env_wait(void);
+
 /* The text of knob `name`, NULL when unset or empty.  For knobs whose values the caller checks
  * itself (paths, lists of cores): it reports a bad one with tether_env_warn(). */
 const char *tether_env_str(const char *name);

@@ -24,6 +24,7 @@
 
 #include "../device/device_client.h"
 #include "../rpc.h"
+#include "rpc_env.h"
 #include "rpc_printf.h"
 #include "tether/rpc.h"
 
@@ -51,9 +52,11 @@ struct srv_call {
     uint32_t units;      /* messages: 1 if wide, else lanes in mask */
     uint8_t lane_of[64]; /* unit -> lane */
     enum srv_phase phase;
-    bool answered;      /* the server sent at least one packet of an answer */
-    uint64_t open_t;    /* TETHER_RPC_TIMING: when the server opened the call (srv_clock) */
-    uint64_t seen_t;    /* when the thread's poll saw it waiting (srv_clock; 0: not seen so) */
+    bool answered; /* the server sent at least one packet of an answer */
+#if TETHER_RPC_PROFILE
+    uint64_t open_t; /* when the server opened the call (srv_clock) */
+    uint64_t seen_t; /* when the thread's poll saw it waiting (srv_clock; 0: not seen so) */
+#endif
     struct srv_msg *rx; /* units entries (storage: msgs) */
     struct srv_msg *tx; /* units entries (storage: msgs) */
     struct srv_call *next_free;
@@ -95,6 +98,20 @@ struct srv_alloc {
     uint64_t size;
 };
 
+#if TETHER_RPC_PROFILE
+/* The profiling build's call timing (rpc_profile.h): on when TETHER_RPC_TIMING was on at the
+ * server's creation.  The counters hold srv_clock ticks (srv_count: written under handle_lock). */
+struct srv_profile {
+    bool on;
+    double ns_per_tick; /* srv_clock's unit, measured at create */
+    uint32_t port;      /* port of the last call closed, + 1 (0: none) */
+    uint64_t close_t;   /* when it closed */
+    uint64_t seen_t;    /* when the thread's poll of the hot ports saw a call (0: not) */
+    _Atomic uint64_t timed_calls, serve_ns, gaps, gap_ns, seen, seen_ns, seen_answered,
+        seen_answer_ns, service_ns, handle_ns, sweeps;
+};
+#endif
+
 struct tether_rpc_server {
     struct tether_rpc_server_config config;
     FILE *out;
@@ -108,10 +125,12 @@ struct tether_rpc_server {
     rpc_word_t *locks;
 
     /* doorbell (layout of struct tether_rpc_doorbell): seq bumped by host
-     * clients, notify and kernel start/finish; sleepers > 0 while the thread waits */
+     * clients, notify and kernel start/finish; sleepers > 0 while the thread waits;
+     * waiters > 0 while host clients sleep for their answers */
     struct {
         _Atomic uint32_t seq;
         _Atomic uint32_t sleepers;
+        _Atomic uint32_t waiters;
     } bell;
 
     /* calls in flight, indexed by port; the free pool */
@@ -119,6 +138,8 @@ struct tether_rpc_server {
     struct srv_call **calls;
     uint32_t *active; /* port indices with a call, `nactive` of them */
     uint32_t nactive;
+    _Atomic uint32_t in_flight; /* nactive as the last holder of handle_lock left it (read by the
+                                   thread without the lock: may it sleep until rung?) */
     struct srv_call *pool;
     /* The ports that started the last SRV_HOT calls (index + 1; 0: none), written under
      * handle_lock, read by the server thread between sweeps (srv_hot_waiting). */
@@ -165,13 +186,9 @@ struct tether_rpc_server {
     uint64_t line_seq;
 
     bool trace; /* TETHER_RPC_TRACE set: one diagnostic line per call (debugging) */
-    /* TETHER_RPC_TIMING set: time each call from open to close, and the gap between a call's
-     * close and the next call's open on the same port (a device thread's next call) */
-    bool timing;
-    double timing_ns_per_tick; /* srv_clock's unit, measured at create */
-    uint32_t timing_port;      /* port of the last call closed, + 1 (0: none) */
-    uint64_t timing_close_t;
-    uint64_t timing_seen_t; /* when the thread's poll of the hot ports saw a call (0: not) */
+#if TETHER_RPC_PROFILE
+    struct srv_profile prof; /* call timing (rpc_profile.h) */
+#endif
 
     /* exit requested by the device (handled after the sweep) */
     bool exit_pending;
@@ -186,8 +203,6 @@ struct tether_rpc_server {
     _Atomic uint64_t st_unhandled;
     _Atomic uint64_t st_malformed;
     _Atomic uint64_t st_wakeups;
-    _Atomic uint64_t st_timed_calls, st_serve_ns, st_gaps, st_gap_ns, st_seen, st_seen_ns;
-    _Atomic uint64_t st_service_ns, st_handle_ns, st_sweeps, st_seen_answered, st_seen_answer_ns;
 
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;
@@ -207,15 +222,6 @@ struct tether_rpc_server {
  * fills call->tx for synchronous ones.  Returns true when the call wants an
  * answer. */
 bool srv_service_run(struct tether_rpc_server *srv, struct srv_call *call);
-
-/* One call of a user opcode with a registered handler (under handle_lock): runs the handler on
- * the request's bytes and returns true with the call's status and the answer's bytes (in
- * srv->reply, valid until the next user call; srv_reply_trim after they were copied); false,
- * with nothing run, when the opcode has no handler. */
-bool srv_user_answer(struct tether_rpc_server *srv, uint32_t opcode, uint32_t lane,
-                     const void *data, uint64_t size, uint32_t *status_p,
-                     const unsigned char **bytes_p, uint64_t *len_p);
-void srv_reply_trim(struct tether_rpc_server *srv);
 
 /* rpc_services.c: the device heap at shutdown; the frees the device asked for
  * while a kernel ran (a driver's free may wait for the running kernel, which
@@ -239,6 +245,9 @@ void srv_flush(struct tether_rpc_server *srv);
 /* rpc_thread.c: stops and joins the thread (in a fork child: forgets it); puts a new server
  * on the list the fork handlers walk, takes one off it. */
 void srv_thread_stop(struct tether_rpc_server *srv);
+/* rpc_thread.c: the CPU time the server thread used (pthread_getcpuclockid) and the time since it
+ * started, in ns; both 0 without a thread. */
+void srv_thread_times(struct tether_rpc_server *srv, uint64_t *cpu_ns_p, uint64_t *run_ns_p);
 void srv_registry_add(struct tether_rpc_server *srv);
 void srv_registry_remove(struct tether_rpc_server *srv);
 
@@ -254,17 +263,76 @@ void srv_calls_reset(struct tether_rpc_server *srv);
 uint32_t srv_hot_waiting(struct tether_rpc_server *srv);
 #define SRV_HOT_SWEEP UINT32_MAX /* srv_hot_waiting: fire-and-forget traffic, sweep again */
 
-/* The server thread's path for a call srv_hot_waiting found on hot port `index`: opens it and
- * serves it at once (a one-packet user call answered inline without the call state machine's
- * steps; any other call through them), unless another thread is inside
- * tether_rpc_server_handle.  True when it opened a call. */
+/* The server thread's path for a call srv_hot_waiting found on hot port `index`: opens that port
+ * and runs the call through the state machine at once, without a sweep, unless another thread is
+ * inside tether_rpc_server_handle.  True when it opened a call. */
 bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index);
 
-/* TETHER_RPC_TIMING's clock: the time stamp counter on x86-64 (18 ns a read in the GPU
- * machines' VMs against 39 ns for clock_gettime, several reads per call), else CLOCK_MONOTONIC
- * in ns.  The st_*_ns counters hold its ticks; tether_rpc_server_stats converts
- * with srv->timing_ns_per_tick. */
+/* The profiling build's timing hooks (rpc_profile.c; rpc_profile.h says what they time), each
+ * doing nothing unless TETHER_RPC_TIMING was on at the server's creation.  In other builds they
+ * are empty and compile away.  srv_prof_now: srv_clock when timing, else 0; srv_prof_service and
+ * srv_prof_handle take such a reading from before the services / the handle. */
+#if TETHER_RPC_PROFILE
+/* The clock: the time stamp counter on x86-64, else CLOCK_MONOTONIC in ns. */
 uint64_t srv_clock(void);
+void srv_prof_init(struct tether_rpc_server *srv);
+void srv_prof_reset(struct tether_rpc_server *srv);
+uint64_t srv_prof_now(struct tether_rpc_server *srv);
+void srv_prof_seen(struct tether_rpc_server *srv); /* the thread saw a call on a hot port */
+void srv_prof_opened(struct tether_rpc_server *srv, struct srv_call *call);
+void srv_prof_service(struct tether_rpc_server *srv, uint64_t t0);
+void srv_prof_answered(struct tether_rpc_server *srv, struct srv_call *call); /* first send */
+void srv_prof_closed(struct tether_rpc_server *srv, struct srv_call *call);
+void srv_prof_sweep_empty(struct tether_rpc_server *srv);
+void srv_prof_handle(struct tether_rpc_server *srv, uint64_t t0);
+#else
+static inline void srv_prof_init(struct tether_rpc_server *srv)
+{
+    (void)srv;
+}
+static inline void srv_prof_reset(struct tether_rpc_server *srv)
+{
+    (void)srv;
+}
+static inline uint64_t srv_prof_now(struct tether_rpc_server *srv)
+{
+    (void)srv;
+    return 0;
+}
+static inline void srv_prof_seen(struct tether_rpc_server *srv)
+{
+    (void)srv;
+}
+static inline void srv_prof_opened(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    (void)srv;
+    (void)call;
+}
+static inline void srv_prof_service(struct tether_rpc_server *srv, uint64_t t0)
+{
+    (void)srv;
+    (void)t0;
+}
+static inline void srv_prof_answered(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    (void)srv;
+    (void)call;
+}
+static inline void srv_prof_closed(struct tether_rpc_server *srv, struct srv_call *call)
+{
+    (void)srv;
+    (void)call;
+}
+static inline void srv_prof_sweep_empty(struct tether_rpc_server *srv)
+{
+    (void)srv;
+}
+static inline void srv_prof_handle(struct tether_rpc_server *srv, uint64_t t0)
+{
+    (void)srv;
+    (void)t0;
+}
+#endif
 
 /* Adds n to one of the st_ counters other than st_wakeups.  Their writers all hold handle_lock,
  * so a relaxed load and store do, without a locked instruction on a call's path (one before
@@ -275,6 +343,37 @@ static inline void srv_count(_Atomic uint64_t *counter, uint64_t n)
     atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
                           memory_order_relaxed);
 }
+
+/*
+ * The server thread's back-off while a kernel runs (rpc_thread.c has the policy in words), by
+ * counts: a round is one sweep for calls and what the thread does after it.  After each round
+ * that found no call, srv_idle_next says what comes next:
+ *   SRV_IDLE_HOT    sweep again, with the watch of the hot ports between sweeps (calls come)
+ *   SRV_IDLE_RELAX  watch the hot ports and the doorbell with a cpu-relax pause between polls
+ *                   for a while (THREAD_HOT_NS), then sweep
+ *   SRV_IDLE_SLEEP  sleep on the doorbell for *slice_ns_p, then sweep
+ * adaptive (TETHER_WAIT's default): SRV_IDLE_HOT_ROUNDS hot rounds, SRV_IDLE_RELAX_ROUNDS
+ * relaxed ones, then sleeps whose slice doubles from SRV_IDLE_SLICE_MIN_NS up to
+ * SRV_IDLE_SLICE_MAX_NS (so a call after a long quiet spell is seen within the longest slice);
+ * spin: always hot; block: a sleep of the longest slice after every round without a call.
+ * A call served, or the doorbell rung (a kernel started, notify, a host client's call), resets
+ * it with srv_idle_reset: hot again.
+ */
+enum srv_idle_phase { SRV_IDLE_HOT, SRV_IDLE_RELAX, SRV_IDLE_SLEEP };
+#define SRV_IDLE_HOT_ROUNDS 16u
+#define SRV_IDLE_RELAX_ROUNDS 16u
+#define SRV_IDLE_SLICE_MIN_NS 25000u
+#define SRV_IDLE_SLICE_MAX_NS 100000u
+
+struct srv_idle {
+    enum tether_wait_mode mode;
+    uint32_t empty; /* rounds without a call since the last reset (stops counting at a sleep of
+                       the longest slice) */
+};
+
+void srv_idle_init(struct srv_idle *idle, enum tether_wait_mode mode);
+void srv_idle_reset(struct srv_idle *idle);
+enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p);
 
 /* tether_rpc_server_handle with the sweep for new calls bounded to `sweep_words` bitmap words
  * (32 ports each; 0: every port), continuing where the last sweep stopped: the server thread's

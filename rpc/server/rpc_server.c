@@ -5,16 +5,27 @@
  * rpc_internal.h for the life cycle, tether/rpc.h for the contract).
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rpc_env.h"
 #include "rpc_internal.h"
 
 #define SRV_DEFAULT_PORTS 64u
 #define SRV_DEFAULT_LANES 32u
+
+_Static_assert(offsetof(struct tether_rpc_server, bell.sleepers) -
+                           offsetof(struct tether_rpc_server, bell.seq) ==
+                       offsetof(struct tether_rpc_doorbell, sleepers) &&
+                   offsetof(struct tether_rpc_server, bell.waiters) -
+                           offsetof(struct tether_rpc_server, bell.seq) ==
+                       offsetof(struct tether_rpc_doorbell, waiters),
+               "the server's doorbell is a struct tether_rpc_doorbell");
 
 size_t tether_rpc_client_size(void)
 {
@@ -55,30 +66,6 @@ static uint64_t srv_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t srv_clock(void)
-{
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#else
-    return srv_now_ns();
-#endif
-}
-
-/* srv_clock's ns per tick: both clocks read across 2 ms (TETHER_RPC_TIMING only). */
-static double timing_calibrate(void)
-{
-#if defined(__x86_64__)
-    uint64_t n0 = srv_now_ns(), t0 = srv_clock(), n1, t1;
-    do {
-        n1 = srv_now_ns();
-        t1 = srv_clock();
-    } while (n1 - n0 < 2000000u);
-    return t1 > t0 ? (double)(n1 - n0) / (double)(t1 - t0) : 1.0;
-#else
-    return 1.0;
-#endif
 }
 
 void srv_flush(struct tether_rpc_server *srv)
@@ -132,11 +119,19 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     srv->out = config->out ? config->out : stdout;
     srv->err = config->err ? config->err : stderr;
     srv->trace = tether_env_bool("TETHER_RPC_TRACE", false);
-    srv->timing = tether_env_bool("TETHER_RPC_TIMING", false);
-    srv->timing_ns_per_tick = srv->timing ? timing_calibrate() : 1.0;
+#if TETHER_RPC_PROFILE
+    srv_prof_init(srv);
+#else
+    if (tether_env_bool("TETHER_RPC_TIMING", false))
+        tether_env_warn("TETHER_RPC_TIMING",
+                        "TETHER_RPC_TIMING is set, but this build of tether does not time RPC "
+                        "calls: configure it with -DTETHER_RPC_PROFILE=ON for that");
+#endif
     atomic_init(&srv->bell.seq, 0);
     atomic_init(&srv->bell.sleepers, 0);
+    atomic_init(&srv->bell.waiters, 0);
     atomic_init(&srv->kernels, 0);
+    atomic_init(&srv->in_flight, 0);
     snprintf(srv->where, sizeof srv->where, "no server thread");
 
     srv->locks = calloc(1, rpc_lock_size(ports));
@@ -208,6 +203,7 @@ void srv_calls_reset(struct tether_rpc_server *srv)
     }
     memset(srv->calls, 0, ports * sizeof *srv->calls);
     srv->nactive = 0;
+    atomic_store_explicit(&srv->in_flight, 0, memory_order_relaxed);
     for (uint32_t i = 0; i < SRV_HOT; i++)
         atomic_store_explicit(&srv->hot[i], 0, memory_order_relaxed);
     srv->hot_next = 0;
@@ -215,8 +211,7 @@ void srv_calls_reset(struct tether_rpc_server *srv)
     srv->handler_cache.valid = false;
     srv->exit_pending = false;
     srv->wrote = false;
-    srv->timing_port = 0;
-    srv->timing_seen_t = 0;
+    srv_prof_reset(srv);
     /* The ports: every call on them was made by a thread the child does not have. */
     memset(srv->region_host, 0, srv->region_size);
     memset(srv->locks, 0, rpc_lock_size(ports));
@@ -277,7 +272,7 @@ tether_status_t tether_rpc_server_client_bytes(tether_rpc_server_t *srv, uint64_
     memset(&c, 0, sizeof c);
     c.magic = TETHER_RPC_CLIENT_MAGIC;
     c.version = TETHER_RPC_CLIENT_VERSION;
-    c.flags = srv->config.host_client ? TETHER_RPC_CLIENT_WIDE : 0;
+    c.flags = srv->config.host_client ? TETHER_RPC_CLIENT_WIDE | TETHER_RPC_CLIENT_WAKES : 0;
     c.device_id = srv->config.device_id;
     c.doorbell = srv->config.host_client ? (uint64_t)(uintptr_t)&srv->bell : 0;
     uint64_t locks_dev = global_dev + offsetof(struct tether_rpc_device_client, locks);
@@ -575,41 +570,6 @@ uint32_t srv_hot_waiting(struct tether_rpc_server *srv)
     return 0;
 }
 
-/* TETHER_RPC_TIMING at a call's open: the gap since the last call's close on the same port, the
- * time since the thread's poll saw it.  Returns when the poll saw it (0: not so). */
-static uint64_t timing_opened(struct tether_rpc_server *srv, uint32_t index, uint64_t open_t)
-{
-    uint64_t seen_t = srv->timing_seen_t;
-    if (srv->timing_port == index + 1) {
-        srv_count(&srv->st_gaps, 1);
-        srv_count(&srv->st_gap_ns, open_t - srv->timing_close_t);
-    }
-    if (seen_t != 0) {
-        srv_count(&srv->st_seen, 1);
-        srv_count(&srv->st_seen_ns, open_t - seen_t);
-        srv->timing_seen_t = 0;
-    }
-    return seen_t;
-}
-
-/* TETHER_RPC_TIMING after an answer's first send (its head stored). */
-static void timing_answered(struct tether_rpc_server *srv, uint64_t seen_t)
-{
-    if (seen_t != 0) {
-        srv_count(&srv->st_seen_answered, 1);
-        srv_count(&srv->st_seen_answer_ns, srv_clock() - seen_t);
-    }
-}
-
-/* TETHER_RPC_TIMING at a call's close. */
-static void timing_closed(struct tether_rpc_server *srv, uint32_t index, uint64_t open_t)
-{
-    srv->timing_close_t = srv_clock();
-    srv->timing_port = index + 1;
-    srv_count(&srv->st_timed_calls, 1);
-    srv_count(&srv->st_serve_ns, srv->timing_close_t - open_t);
-}
-
 static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc_port_t port)
 {
     uint32_t op = rpc_port_opcode(&port);
@@ -626,11 +586,7 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
         call->lane_of[0] = call->mask ? (uint8_t)__builtin_ctzll(call->mask) : 0;
     call->phase = SRV_RECV;
     call->answered = false;
-    call->seen_t = 0;
-    if (srv->timing) {
-        call->open_t = srv_clock();
-        call->seen_t = timing_opened(srv, rpc_port_index(&port), call->open_t);
-    }
+    srv_prof_opened(srv, call);
     for (u = 0; u < call->units; u++) {
         msg_reset(&call->rx[u]);
         msg_reset(&call->tx[u]);
@@ -644,6 +600,20 @@ static void call_start(struct tether_rpc_server *srv, struct srv_call *call, rpc
     }
 }
 
+/* Host clients: after a send stored the head of port `index`, wakes a client that sleeps for it
+ * (device_client.h, TETHER_RPC_CLIENT_WAKES: it counted itself in `waiters` with a
+ * read-modify-write before it looked at the head, and sleeps only while the head's low half is
+ * clear).  The look at `waiters` is a read-modify-write too: the two are ordered on that word,
+ * so either this one sees the client counted, or the client's comes later and sees the head. */
+static void answer_wake(struct tether_rpc_server *srv, uint32_t index)
+{
+    if (atomic_fetch_add_explicit(&srv->bell.waiters, 0, memory_order_acq_rel) == 0)
+        return;
+    uint32_t *low = (uint32_t *)(void *)&srv->rpc.process.headers[index].head[0] +
+                    (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+    syscall(SYS_futex, low, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
 /* Advances a call as far as the device lets it.  Returns true when done
  * (the port was closed); *moved_p tells whether anything happened. */
 static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, bool *moved_p)
@@ -651,10 +621,9 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
     for (;;) {
         if (call->phase == SRV_RECV) {
             if (units_complete(call->rx, call->units)) {
-                uint64_t t0 = srv->timing ? srv_clock() : 0;
+                uint64_t t0 = srv_prof_now(srv);
                 bool answers = srv_service_run(srv, call);
-                if (srv->timing)
-                    srv_count(&srv->st_service_ns, srv_clock() - t0);
+                srv_prof_service(srv, t0);
                 if (!answers)
                     break;
                 for (uint32_t u = 0; u < call->units; u++)
@@ -672,15 +641,16 @@ static bool call_progress(struct tether_rpc_server *srv, struct srv_call *call, 
                 set_inline_head(srv, call);
             if (!rpc_server_try_send(&srv->rpc, &call->port, tx_fill, call))
                 return false;
+            if (srv->config.host_client)
+                answer_wake(srv, rpc_port_index(&call->port));
             if (!call->answered)
-                timing_answered(srv, call->seen_t);
+                srv_prof_answered(srv, call);
             call->answered = true;
             *moved_p = true;
         }
     }
     rpc_server_close(&srv->rpc, &call->port);
-    if (srv->timing)
-        timing_closed(srv, rpc_port_index(&call->port), call->open_t);
+    srv_prof_closed(srv, call);
     atomic_store_explicit(&srv->hot_answered, call->answered, memory_order_relaxed);
     srv_count(&srv->st_calls, 1);
     if (srv->trace)
@@ -707,79 +677,20 @@ static void finish_exit(struct tether_rpc_server *srv)
     _Exit(srv->exit_status);
 }
 
-/* ---- the thread's path for a call on a hot port ------------------------------------------ */
-
-/* rpc_server_try_recv's callback: the call's one packet, copied. */
-static void hot_copy(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+/* A call just opened on `port`: runs it as far as the device lets it.  Returns true when it is
+ * done (the call object back in the pool), false when it waits for the device (parked on its
+ * port, carried on by the next handle). */
+static bool call_run(struct tether_rpc_server *srv, struct srv_call *call, rpc_port_t port)
 {
-    (void)lane;
-    memcpy(arg, buffer->data, RPC_BUFFER_SIZE);
-}
-
-/*
- * A call just opened on a hot port: a user opcode from one lane whose request is one packet and
- * whose answer fits in the head (test/cuda/omp/rpc.c's shape, a device thread's typical call)
- * is received, run and answered here, with nothing between the open and the head's store but
- * the handler; any other call, or one that turns out bigger, goes on through the call state
- * machine as in a sweep (the packet and the handler's answer, if already made, carried over).
- * Returns true when the call is done.
- */
-static bool hot_call(struct tether_rpc_server *srv, struct srv_call *call, rpc_port_t port)
-{
-    uint32_t op = rpc_port_opcode(&port), index = rpc_port_index(&port);
-    uint64_t mask = rpc_port_lane_mask(&port);
-    uint64_t open_t = srv->timing ? srv_clock() : 0, seen_t = 0;
-    if (op < TETHER_RPC_OP_USER_FIRST || op > TETHER_RPC_OP_MASK || mask == 0 ||
-        (mask & (mask - 1)) != 0) {
-        call_start(srv, call, port);
-        bool moved = false;
-        return call_progress(srv, call, &moved);
-    }
-    uint64_t pkt[RPC_BUFFER_SIZE / 8];
-    rpc_server_try_recv(&srv->rpc, &port, hot_copy, pkt); /* owned since the open */
-    uint64_t len;
-    memcpy(&len, pkt, 8);
-    uint32_t status = 0;
-    const unsigned char *bytes = NULL;
-    uint64_t n = 0;
-    uint64_t t0 = srv->timing ? srv_clock() : 0;
-    bool ran = len <= RPC_STREAM_FIRST &&
-               srv_user_answer(srv, op, (uint32_t)__builtin_ctzll(mask), (unsigned char *)pkt + 8,
-                               len, &status, &bytes, &n);
-    if (srv->timing && ran)
-        srv_count(&srv->st_service_ns, srv_clock() - t0);
-    uint64_t head[2];
-    if (ran && tether_rpc_inline_pack(status, bytes, n, head)) {
-        if (srv->timing)
-            seen_t = timing_opened(srv, index, open_t);
-        /* The head is the whole answer: the device library reads no buffer then, so none is
-         * written (the call's head sooner by the packet's encoding and copy). */
-        rpc_port_set_head(&port, head[0], head[1]);
-        rpc_server_try_send(&srv->rpc, &port, NULL, NULL); /* still owned */
-        if (srv->timing)
-            timing_answered(srv, seen_t);
-        rpc_server_close(&srv->rpc, &port);
-        if (srv->timing)
-            timing_closed(srv, index, open_t);
-        srv_count(&srv->st_inline, 1);
-        srv_count(&srv->st_hot, 1);
-        srv_count(&srv->st_calls, 1);
-        atomic_store_explicit(&srv->hot_answered, true, memory_order_relaxed);
-        if (srv->trace)
-            srv_diag(srv, "port %u: call 0x%x done (hot), request %llu bytes", index, op,
-                     (unsigned long long)len);
+    call_start(srv, call, port);
+    bool moved = false;
+    if (call_progress(srv, call, &moved)) {
+        call_put(srv, call);
         return true;
     }
-    /* The state machine takes over where this left off. */
-    call_start(srv, call, port);
-    msg_consume(&call->rx[0], (const unsigned char *)pkt);
-    if (ran) {
-        srv_answer_set(&call->tx[0], status, bytes, n);
-        srv_reply_trim(srv);
-        call->phase = SRV_SEND;
-    }
-    bool moved = false;
-    return call_progress(srv, call, &moved);
+    srv->calls[rpc_port_index(&port)] = call;
+    srv->active[srv->nactive++] = rpc_port_index(&port);
+    return false;
 }
 
 bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index)
@@ -792,17 +703,16 @@ bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index)
     if (srv->calls[index] == NULL && (call = call_get(srv)) != NULL &&
         rpc_server_try_open_port(&srv->rpc, index, &port)) {
         opened = true;
-        if (hot_call(srv, call, port)) {
-            call_put(srv, call);
-        } else {
-            srv->calls[index] = call;
-            srv->active[srv->nactive++] = index;
-        }
+        uint64_t inline_before = atomic_load_explicit(&srv->st_inline, memory_order_relaxed);
+        if (call_run(srv, call, port) &&
+            atomic_load_explicit(&srv->st_inline, memory_order_relaxed) != inline_before)
+            srv_count(&srv->st_hot, 1); /* answered in the head as soon as it was seen */
     } else if (call != NULL) {
         call_put(srv, call);
     }
     if (srv->exit_pending)
         finish_exit(srv);
+    atomic_store_explicit(&srv->in_flight, srv->nactive, memory_order_relaxed);
     pthread_mutex_unlock(&srv->handle_lock);
     return opened;
 }
@@ -818,7 +728,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
     uint32_t progress = 0;
     tether_status_t st = TETHER_OK;
     pthread_mutex_lock(&srv->handle_lock);
-    uint64_t handle_t0 = srv->timing ? srv_clock() : 0;
+    uint64_t handle_t0 = srv_prof_now(srv);
 
     /* Calls in flight first (they hold ports the device waits on). */
     for (uint32_t i = 0; i < srv->nactive;) {
@@ -850,27 +760,19 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
             got = hot != 0 && rpc_server_try_open_port(&srv->rpc, hot - 1, &port);
         }
         if (!got && !rpc_server_try_open_n(&srv->rpc, sweep_words, &port)) {
-            if (srv->timing)
-                srv_count(&srv->st_sweeps, 1);
+            srv_prof_sweep_empty(srv);
             call_put(srv, call);
             break;
         }
-        call_start(srv, call, port);
         progress++;
-        bool moved = false;
-        if (call_progress(srv, call, &moved)) {
-            call_put(srv, call);
-        } else {
-            srv->calls[rpc_port_index(&port)] = call;
-            srv->active[srv->nactive++] = rpc_port_index(&port);
-        }
+        call_run(srv, call, port);
     }
 
     srv_flush_lazy(srv, progress);
     if (srv->exit_pending)
         finish_exit(srv);
-    if (srv->timing)
-        srv_count(&srv->st_handle_ns, srv_clock() - handle_t0);
+    srv_prof_handle(srv, handle_t0);
+    atomic_store_explicit(&srv->in_flight, srv->nactive, memory_order_relaxed);
     pthread_mutex_unlock(&srv->handle_lock);
     if (progress_p != NULL)
         *progress_p = progress;
@@ -888,18 +790,7 @@ void tether_rpc_server_stats(tether_rpc_server_t *srv, struct tether_rpc_stats *
     s.unhandled = atomic_load(&srv->st_unhandled);
     s.malformed = atomic_load(&srv->st_malformed);
     s.wakeups = atomic_load(&srv->st_wakeups);
-    double k = srv->timing_ns_per_tick;
-    s.timed_calls = atomic_load(&srv->st_timed_calls);
-    s.serve_ns = (uint64_t)((double)atomic_load(&srv->st_serve_ns) * k);
-    s.gaps = atomic_load(&srv->st_gaps);
-    s.gap_ns = (uint64_t)((double)atomic_load(&srv->st_gap_ns) * k);
-    s.seen = atomic_load(&srv->st_seen);
-    s.seen_ns = (uint64_t)((double)atomic_load(&srv->st_seen_ns) * k);
-    s.seen_answered = atomic_load(&srv->st_seen_answered);
-    s.seen_answer_ns = (uint64_t)((double)atomic_load(&srv->st_seen_answer_ns) * k);
-    s.service_ns = (uint64_t)((double)atomic_load(&srv->st_service_ns) * k);
-    s.handle_ns = (uint64_t)((double)atomic_load(&srv->st_handle_ns) * k);
-    s.sweeps = atomic_load(&srv->st_sweeps);
+    srv_thread_times(srv, &s.thread_cpu_ns, &s.thread_ns);
     pthread_mutex_lock(&srv->heap_lock);
     s.heap_chunks = srv->nallocs;
     s.heap_bytes = srv->heap_bytes;

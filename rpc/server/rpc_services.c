@@ -634,28 +634,10 @@ static uint32_t user_run(struct tether_rpc_server *srv, const struct srv_handler
     return st == TETHER_OK ? TETHER_RPC_CALL_OK : TETHER_RPC_CALL_ERROR;
 }
 
-void srv_reply_trim(struct tether_rpc_server *srv)
+static void srv_reply_trim(struct tether_rpc_server *srv)
 {
     if (srv->reply.cap > 65536) /* a large reply: give its memory back */
         rpc_outbuf_free(&srv->reply);
-}
-
-bool srv_user_answer(struct tether_rpc_server *srv, uint32_t opcode, uint32_t lane,
-                     const void *data, uint64_t size, uint32_t *status_p,
-                     const unsigned char **bytes_p, uint64_t *len_p)
-{
-    struct srv_handler h;
-    if (!find_handler(srv, opcode, &h))
-        return false;
-    struct tether_rpc_request req = {.opcode = opcode,
-                                     .device_id = srv->config.device_id,
-                                     .lane = lane,
-                                     .data = data,
-                                     .size = size};
-    *status_p = user_run(srv, &h, &req);
-    *bytes_p = (const unsigned char *)srv->reply.data;
-    *len_p = *status_p == TETHER_RPC_CALL_OK ? srv->reply.len : 0;
-    return true;
 }
 
 static void serve_user(struct tether_rpc_server *srv, struct srv_call *call)

@@ -6,22 +6,27 @@
  * bitmaps), unless the machine has one NUMA node, where any core is as good as
  * another.
  *
- * Idle policy (all waits are on one futex word, srv->bell.seq, which
+ * Waiting for calls (TETHER_WAIT; every sleep is a futex wait on srv->bell.seq, which
  * kernel_started/finished, notify and host clients' doorbells bump):
- *   a kernel runs, calls came recently  busy-poll (pause) for spin_us after
- *                                       the last call
- *   a kernel runs, quiet                futex wait with a sleep_us timeout
- *                                       between polls (a GPU cannot ring;
- *                                       timer slack is set to 1 us so the
- *                                       timeout is kept)
- *   no kernel runs                      futex wait without a deadline (a
- *                                       50 ms safety poll)
- * So a call after an idle spell waits at most sleep_us plus a wake-up, no
- * core burns when no kernel runs, and host clients are served at once.
+ *   no kernel runs        sleep until rung (a 50 ms safety poll), whatever the mode
+ *   a kernel runs         adaptive (default): stay hot while calls come (sweep, and between
+ *                         sweeps watch the ports of the last calls), and after a round without
+ *                         a call back off step by step (struct srv_idle, rpc_internal.h): more hot
+ *                         rounds, then rounds of polling with a cpu-relax pause, then sleeps in
+ *                         slices that grow to 100 us (a GPU cannot ring: the slice bounds how
+ *                         late a call after a quiet spell is seen; timer slack is set to 1 us so
+ *                         that a slice is kept).  A host client rings for each call, so a server
+ *                         of host clients with no call in flight sleeps until rung instead.
+ *                         spin: always hot (a core busy while the kernel runs).  block: sleep
+ *                         after every round that found no call.
+ * A call served or a ring (a kernel launch, notify, a host client's call) makes the thread hot
+ * again.  So calls in a burst are seen within a pause, a call after a long quiet spell within
+ * about 100 us, and a quiet kernel costs one wake-up per 100 us (a host client's: none).
  */
 #include <errno.h>
 #include <hwloc.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -32,8 +37,6 @@
 #include "rpc_env.h"
 #include "rpc_internal.h"
 
-#define THREAD_SPIN_US 200u
-#define THREAD_SLEEP_US 20u
 /* Between two sweeps while a kernel runs, the thread watches only the ports that served the
  * last calls (srv_hot_waiting) for this long: a device thread's next call on its home port is
  * seen within a pause instead of after a sweep over every port (16384 on a GPU), and is served
@@ -52,6 +55,7 @@
  * takes 16 rounds.  Otherwise (fire-and-forget traffic such as printf, or after a sleep) a
  * sweep covers every port. */
 #define THREAD_SWEEP_WORDS 32u
+/* The longest sleep without a deadline: a safety poll (every wake-up that matters rings). */
 #define THREAD_IDLE_POLL_NS 50000000L
 
 struct srv_thread {
@@ -67,7 +71,9 @@ struct srv_thread {
     bool started;
     tether_status_t start_status;
     struct tether_error start_err;
-    hwloc_bitmap_t cpuset; /* where to run, NULL: anywhere */
+    hwloc_bitmap_t cpuset;      /* where to run, NULL: anywhere */
+    enum tether_wait_mode wait; /* TETHER_WAIT at start */
+    uint64_t start_ns;          /* CLOCK_MONOTONIC when it was started */
 };
 
 static long futex_wait(_Atomic uint32_t *word, uint32_t expect, const struct timespec *timeout)
@@ -242,6 +248,46 @@ static void placement_apply(struct srv_thread *t)
         srv_diag(t->srv, "could not bind the server thread: %s", strerror(errno));
 }
 
+/* ---- back-off -------------------------------------------------------------------------- */
+
+void srv_idle_init(struct srv_idle *idle, enum tether_wait_mode mode)
+{
+    idle->mode = mode;
+    idle->empty = 0;
+}
+
+void srv_idle_reset(struct srv_idle *idle)
+{
+    idle->empty = 0;
+}
+
+enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p)
+{
+    const uint32_t spin = SRV_IDLE_HOT_ROUNDS + SRV_IDLE_RELAX_ROUNDS;
+    switch (idle->mode) {
+    case TETHER_WAIT_SPIN:
+        return SRV_IDLE_HOT;
+    case TETHER_WAIT_BLOCK:
+        *slice_ns_p = SRV_IDLE_SLICE_MAX_NS;
+        return SRV_IDLE_SLEEP;
+    case TETHER_WAIT_ADAPTIVE:
+        break;
+    }
+    uint64_t slice = SRV_IDLE_SLICE_MIN_NS;
+    if (idle->empty < spin) {
+        idle->empty++;
+        return idle->empty <= SRV_IDLE_HOT_ROUNDS ? SRV_IDLE_HOT : SRV_IDLE_RELAX;
+    }
+    for (uint32_t k = spin; k < idle->empty && slice < SRV_IDLE_SLICE_MAX_NS; k++)
+        slice *= 2;
+    if (slice < SRV_IDLE_SLICE_MAX_NS)
+        idle->empty++; /* the next slice is longer */
+    else
+        slice = SRV_IDLE_SLICE_MAX_NS;
+    *slice_ns_p = slice;
+    return SRV_IDLE_SLEEP;
+}
+
 /* ---- the loop --------------------------------------------------------------------------- */
 
 static void serve_until_quiet(struct tether_rpc_server *srv)
@@ -252,6 +298,48 @@ static void serve_until_quiet(struct tether_rpc_server *srv)
         if (progress == 0)
             return;
     }
+}
+
+/* Between two sweeps: watches the hot ports (srv_hot_waiting) with a pause between polls for up
+ * to THREAD_HOT_NS, and serves a call found there at once (srv_serve_hot).  `hot`: the thread is
+ * hot, so fire-and-forget traffic (SRV_HOT_SWEEP) ends the watch at once for the next sweep.  A
+ * ring of the doorbell (seq moved), a drain request or a stop end it too.  Returns true when it
+ * served a call. */
+static bool watch_hot_ports(struct srv_thread *t, bool hot, uint32_t seq, uint32_t want)
+{
+    struct tether_rpc_server *srv = t->srv;
+    uint64_t until = now_ns() + THREAD_HOT_NS;
+    for (uint32_t k = 1;; k++) {
+        uint32_t port = srv_hot_waiting(srv);
+        if (port == SRV_HOT_SWEEP && hot)
+            return false;
+        if (port != 0 && port != SRV_HOT_SWEEP) {
+            srv_prof_seen(srv); /* a hot port has a call */
+            return srv_serve_hot(srv, port - 1);
+        }
+        cpu_pause();
+        if (k % THREAD_HOT_CHECK != 0)
+            continue;
+        if (now_ns() >= until) {
+            sched_yield(); /* a thread woken on this core (a host client) runs now, not later */
+            return false;
+        }
+        if (atomic_load_explicit(&srv->bell.seq, memory_order_relaxed) != seq ||
+            atomic_load_explicit(&t->drain_req, memory_order_relaxed) != want ||
+            atomic_load_explicit(&t->stop, memory_order_relaxed))
+            return false;
+    }
+}
+
+/* Sleeps on the doorbell until it is rung or `ns` passed (seq: its value before the last sweep,
+ * so a ring since then returns at once). */
+static void sleep_on_bell(struct tether_rpc_server *srv, uint32_t seq, uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    atomic_fetch_add(&srv->bell.sleepers, 1);
+    futex_wait(&srv->bell.seq, seq, &ts);
+    atomic_fetch_sub(&srv->bell.sleepers, 1);
+    atomic_fetch_add(&srv->st_wakeups, 1);
 }
 
 static void *thread_main(void *arg)
@@ -274,18 +362,22 @@ static void *thread_main(void *arg)
     if (st != TETHER_OK)
         return NULL;
 
-    uint64_t spin_ns = (uint64_t)t->config.spin_us * 1000u;
-    long sleep_ns = (long)t->config.sleep_us * 1000L;
-    uint64_t last = now_ns();
+    struct srv_idle idle;
+    srv_idle_init(&idle, t->wait);
+    uint32_t rung = atomic_load(&srv->bell.seq);
     bool woke = true; /* just started or slept: the next sweep covers every port */
     while (!atomic_load(&t->stop)) {
         uint32_t seq = atomic_load(&srv->bell.seq);
         uint32_t want = atomic_load(&t->drain_req);
+        if (seq != rung) {
+            srv_idle_reset(&idle); /* a kernel started, notify, a host client's call */
+            rung = seq;
+        }
         if (want != atomic_load(&t->drain_done)) {
             serve_until_quiet(srv);
             atomic_store(&t->drain_done, want);
             futex_wake_all(&t->drain_done);
-            last = now_ns();
+            srv_idle_reset(&idle);
             continue;
         }
         uint32_t progress = 0;
@@ -293,40 +385,31 @@ static void *thread_main(void *arg)
         srv_handle(srv, slice ? THREAD_SWEEP_WORDS : 0, &progress);
         woke = false;
         if (progress != 0) {
-            last = now_ns();
+            srv_idle_reset(&idle);
             continue;
         }
-        bool running = atomic_load(&srv->kernels) != 0;
-        uint64_t now = now_ns();
-        if (running && now - last < spin_ns) {
-            uint64_t until = now + THREAD_HOT_NS;
-            for (uint32_t k = 1;; k++) {
-                uint32_t hot = srv_hot_waiting(srv);
-                if (hot == SRV_HOT_SWEEP)
-                    break;
-                if (hot != 0) {
-                    if (srv->timing)
-                        srv->timing_seen_t = srv_clock(); /* a hot port has a call */
-                    if (srv_serve_hot(srv, hot - 1))
-                        last = now_ns();
-                    break;
-                }
-                cpu_pause();
-                if (k % THREAD_HOT_CHECK == 0 &&
-                    (now_ns() >= until ||
-                     atomic_load_explicit(&srv->bell.seq, memory_order_relaxed) != seq ||
-                     atomic_load_explicit(&t->drain_req, memory_order_relaxed) != want ||
-                     atomic_load_explicit(&t->stop, memory_order_relaxed)))
-                    break;
-            }
+        if (atomic_load(&srv->kernels) == 0) {
+            sleep_on_bell(srv, seq, THREAD_IDLE_POLL_NS);
+            woke = true;
             continue;
         }
-        struct timespec ts = {0, running ? sleep_ns : THREAD_IDLE_POLL_NS};
-        atomic_fetch_add(&srv->bell.sleepers, 1);
-        futex_wait(&srv->bell.seq, seq, &ts);
-        woke = true;
-        atomic_fetch_sub(&srv->bell.sleepers, 1);
-        atomic_fetch_add(&srv->st_wakeups, 1);
+        uint64_t slice_ns = 0;
+        enum srv_idle_phase phase = srv_idle_next(&idle, &slice_ns);
+        switch (phase) {
+        case SRV_IDLE_HOT:
+        case SRV_IDLE_RELAX:
+            if (watch_hot_ports(t, phase == SRV_IDLE_HOT, seq, want))
+                srv_idle_reset(&idle);
+            break;
+        case SRV_IDLE_SLEEP:
+            /* Host clients ring for every call: with none in flight, sleep until one does. */
+            if (srv->config.host_client &&
+                atomic_load_explicit(&srv->in_flight, memory_order_relaxed) == 0)
+                slice_ns = THREAD_IDLE_POLL_NS;
+            sleep_on_bell(srv, seq, slice_ns);
+            woke = true;
+            break;
+        }
     }
     serve_until_quiet(srv);
     return NULL;
@@ -352,10 +435,8 @@ tether_status_t tether_rpc_server_start(tether_rpc_server_t *srv,
     if (config != NULL)
         t->config = *config;
     t->config.pci_bus_id = NULL; /* not kept: only used below */
-    if (t->config.spin_us == 0)
-        t->config.spin_us = THREAD_SPIN_US;
-    if (t->config.sleep_us == 0)
-        t->config.sleep_us = THREAD_SLEEP_US;
+    t->wait = tether_env_wait();
+    t->start_ns = now_ns();
     t->config.pci_bus_id = config != NULL ? config->pci_bus_id : NULL;
     placement_plan(t);
     t->config.pci_bus_id = NULL;
@@ -415,6 +496,20 @@ void srv_thread_stop(struct tether_rpc_server *srv)
     hwloc_bitmap_free(t->cpuset);
     free(t);
     srv->thread = NULL;
+}
+
+void srv_thread_times(struct tether_rpc_server *srv, uint64_t *cpu_ns_p, uint64_t *run_ns_p)
+{
+    struct srv_thread *t = srv->thread;
+    clockid_t clock;
+    struct timespec ts;
+    *cpu_ns_p = 0;
+    *run_ns_p = 0;
+    if (t == NULL || atomic_load(&srv->forked))
+        return; /* no thread (a fork child's copy: the parent's) */
+    if (pthread_getcpuclockid(t->tid, &clock) == 0 && clock_gettime(clock, &ts) == 0)
+        *cpu_ns_p = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    *run_ns_p = now_ns() - t->start_ns;
 }
 
 void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)

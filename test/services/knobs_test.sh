@@ -56,6 +56,7 @@ bad=(
   TETHER_RPC_TRACE=sometimes
   TETHER_RPC_TIMING=2x
   TETHER_RPC_CPUS=everywhere
+  TETHER_WAIT=sleepy                         # read by the plugins and by each RPC server thread
   TETHER_X86_64_DEVICES=0
 )
 run "${bad[@]}"
@@ -69,6 +70,7 @@ once TETHER_RPC_HEAP_RESERVE -1 0
 once TETHER_RPC_TRACE sometimes off
 once TETHER_RPC_TIMING 2x off
 once TETHER_RPC_CPUS everywhere "the placement tether chooses"
+once TETHER_WAIT sleepy adaptive
 once TETHER_X86_64_DEVICES 0 4
 n=$(grep -c "^tether: warning:" "$work/err")
 [ "$n" = "${#bad[@]}" ] || fail "$n warnings for ${#bad[@]} bad knobs"

@@ -69,8 +69,9 @@ printf-control)
   ;;
 heap | user)
   # user: with LIBOMPTARGET_INFO's plugin bit, so the plugin logs its RPC counts at shutdown,
-  # with TETHER_RPC_TIMING, so it also logs the server's time per call, and with the server
-  # thread placed on core 0 by TETHER_RPC_CPUS.
+  # with TETHER_RPC_TIMING, so that a profiling build (SVC_PROFILE=1: -DTETHER_RPC_PROFILE=ON)
+  # also logs the server's time per call and any other build says once that it does not time
+  # calls, and with the server thread placed on core 0 by TETHER_RPC_CPUS.
   info=0 timing= cpus=
   [ "$case_" = user ] && info=16 timing=1 cpus=0
   LIBOMPTARGET_INFO=$info TETHER_RPC_TIMING=$timing TETHER_RPC_CPUS=$cpus \
@@ -86,12 +87,32 @@ heap | user)
     stats=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc: [0-9]+ calls \([1-9][0-9]* answered inline, [0-9]+ of them at once on a hot port\)" "$work/err.txt" | head -1)
     [ -n "$stats" ] || fail "no RPC counts with inline answers in the plugin's shutdown log: $(grep "rpc:" "$work/err.txt" | head -3)"
     echo "$stats"
-    timing=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc timing: [1-9][0-9]* ns per call from open to close; [0-9]+ calls followed" "$work/err.txt" | head -1)
-    [ -n "$timing" ] || fail "no RPC timing line with TETHER_RPC_TIMING set: $(grep "rpc" "$work/err.txt" | head -3)"
-    echo "$timing"
+    timing=$(grep -E "^tether \([a-z0-9_]+\): device [0-9]+: rpc timing: [1-9][0-9]* ns per call from open to close; [0-9]+ calls followed" "$work/err.txt" | head -1 || true)
+    no_timing=$(grep -c "TETHER_RPC_TIMING is set, but this build of tether does not time RPC calls: configure it with -DTETHER_RPC_PROFILE=ON" "$work/err.txt" || true)
+    if [ "${SVC_PROFILE:-0}" = 1 ]; then
+      [ -n "$timing" ] || fail "no RPC timing line with TETHER_RPC_TIMING set: $(grep "rpc" "$work/err.txt" | head -3)"
+      [ "$no_timing" = 0 ] || fail "a profiling build says it does not time calls"
+      echo "$timing"
+    else
+      [ -z "$timing" ] || fail "an RPC timing line from a build without profiling: $timing"
+      [ "$no_timing" = 1 ] ||
+        fail "want one warning that TETHER_RPC_TIMING needs -DTETHER_RPC_PROFILE=ON, got $no_timing: $(grep "TETHER_RPC_TIMING" "$work/err.txt" | head -3)"
+      echo "TETHER_RPC_TIMING without profiling: one warning naming -DTETHER_RPC_PROFILE=ON"
+    fi
     grep -q "rpc: .*thread on cores 0 (TETHER_RPC_CPUS)" "$work/err.txt" ||
       fail "TETHER_RPC_CPUS=0 did not place the server thread: $(grep "rpc:" "$work/err.txt" | head -3)"
   fi
+  ;;
+idle)
+  # A region quiet for a second, then calls (offload_idle.c checks the answers and that the
+  # server thread used under 5% of a core meanwhile); LIBOMPTARGET_INFO=16's line at exit gives
+  # the thread's CPU time and the calls it served.
+  LIBOMPTARGET_INFO=16 "$bin/offload_idle" > "$work/out.txt" 2> "$work/err.txt" ||
+    fail "exit status $?: $(cat "$work/out.txt") $(head -c 500 "$work/err.txt")"
+  cat "$work/out.txt"
+  line=$(grep -E "^tether \(x86_64\): device 0: rpc: server thread tether-rpc0: [0-9]+\.[0-9] ms of CPU in [0-9]+\.[0-9]{2} s \([0-9]+\.[0-9]% of a core\), 101 calls served$" "$work/err.txt" || true)
+  [ -n "$line" ] || fail "no line with the server thread's CPU time and 101 calls at exit: $(grep "rpc" "$work/err.txt" | head -5)"
+  echo "$line"
   ;;
 heap-checks)
   # Every report the program expects (its "expect: " lines), each once, and nothing else.
