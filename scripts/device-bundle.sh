@@ -135,12 +135,12 @@ if [ -f "$devlib" ]; then
   # printf and malloc once more with the RPC device library: what tether's plugin is measured
   # with (printf and malloc over tether's RPC server and device heap instead of CUDA's).
   mkdir -p "$stage/bin/omp-rpc"
-  for name in printf malloc rpc; do
+  for name in printf malloc rpc waitcpu; do
     clang-16 "${ompflags[@]}" -foffload-lto -I"$root/include" -o "$stage/bin/omp-rpc/$name" "$root/test/cuda/omp/$name.c" \
       -L"$(dirname "$devlib")" -ltether-device 2>&1 | grep -v "CUDA version is newer" || true
     [ -x "$stage/bin/omp-rpc/$name" ] || die "clang-16 failed on $name.c with -ltether-device"
   done
-  say "RPC benchmarks: bin/omp-rpc/printf, malloc, rpc"
+  say "RPC benchmarks: bin/omp-rpc/printf, malloc, rpc, waitcpu"
 else
   say "no $devlib: no two-GPU test in the bundle"
 fi

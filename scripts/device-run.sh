@@ -10,7 +10,8 @@
 #   llvm16       OpenMP programs through LLVM 16's CUDA plugin  -> $OUT/llvm16.txt
 #   tether       OpenMP programs through tether's CUDA plugin   -> $OUT/tether.txt
 #   wait         how host threads wait for the GPU (test/cuda/omp/waitcpu.c): LLVM 16's plugin,
-#                tether's with TETHER_WAIT=spin and =adaptive, and CUDA's empty launch, in
+#                tether's with TETHER_WAIT=spin and =adaptive (and adaptive linked with
+#                -ltether-device, bin/omp-rpc/waitcpu), and CUDA's empty launch, in
 #                alternation, TETHER_WAIT_ROUNDS times (default 3) -> $OUT/wait.txt (every
 #                figure), the medians against the goals -> $OUT/wait-summary.txt (and summary.txt)
 #   taskdeps     not run by default: test/cuda/stress/taskwait_deps.c, N times through LLVM 16's
@@ -242,10 +243,14 @@ if want wait; then
         timeout "$limit" "$native_launch" | sed -n 's/^fig launch_empty /native fig wait_empty /p' |
           tee -a "$out/wait.txt"
       fi
-      for cfg in llvm16 spin adaptive; do
+      cfgs="llvm16 spin adaptive"
+      [ -x "$work/bin/omp-rpc/waitcpu" ] && cfgs="$cfgs rpc"
+      for cfg in $cfgs; do
         say "wait: round $r, $cfg"
         if [ $cfg = llvm16 ]; then
           omp_run plugins-llvm "$work/bin/omp/waitcpu" >"$work/wait.txt" 2>&1
+        elif [ $cfg = rpc ]; then
+          omp_run plugins-tether "$work/bin/omp-rpc/waitcpu" >"$work/wait.txt" 2>&1
         else
           TETHER_WAIT=$cfg omp_run plugins-tether "$work/bin/omp/waitcpu" >"$work/wait.txt" 2>&1
         fi
@@ -272,6 +277,9 @@ if want wait; then
         a = med("adaptive", "wait_cpu_2s")
         printf "wait: host CPU during a 2 s kernel, %% of one core: llvm16 %s, tether spin %s, tether adaptive %s (goal: adaptive <= 5: %s)\n",
           show(med("llvm16", "wait_cpu_2s")), show(med("spin", "wait_cpu_2s")), show(a), verdict(a >= 0 && a <= 5)
+        a = med("rpc", "wait_cpu_2s")
+        if (a >= 0)
+          printf "wait: the same program linked with -ltether-device (its RPC server thread running), tether adaptive: %s %% (goal <= 5: %s)\n", show(a), verdict(a <= 5)
         nat = med("native", "wait_empty"); a = med("adaptive", "wait_empty"); s = med("spin", "wait_empty"); l = med("llvm16", "wait_empty")
         printf "wait: empty region, us: native %s, llvm16 %s (%sx native), tether spin %s (%sx), tether adaptive %s (%sx native, %sx spin; goal <= 1.3x native: %s)\n",
           show(nat), show(l), ratio(l, nat), show(s), ratio(s, nat), show(a), ratio(a, nat), ratio(a, s),

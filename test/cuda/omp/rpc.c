@@ -1,8 +1,10 @@
 /* rpc.c - OpenMP + libtether-device.a: round trip of a one-packet RPC call (a user opcode with
  * 4 bytes each way) from one GPU thread, served by tether's RPC server thread.  Reported as
  * "pingpong", the name of the raw pinned-memory ping-pong of native/pingpong.cu (the floor for
- * any device-to-host RPC), so the comparison lines them up.  Built only with -ltether-device
- * (bin/omp-rpc) and run only through tether's plugin. */
+ * any device-to-host RPC), so the comparison lines them up.  Then the first call after a quiet
+ * stretch inside one kernel (the server thread has backed off to sleeping by then): 50 calls
+ * each after 10 ms (p99) and 5 calls each after 1 s (the slowest), timed on the GPU's clock.
+ * Built only with -ltether-device (bin/omp-rpc) and run only through tether's plugin. */
 #include <stdint.h>
 #include <string.h>
 
@@ -17,6 +19,48 @@ static tether_status_t echo(void *user, const struct tether_rpc_request *req,
 {
     (void)user;
     return tether_rpc_reply_append(reply, req->data, req->size);
+}
+
+#pragma omp begin declare target
+/* Nanoseconds on the GPU's global timer (0 where the region falls back to the host). */
+static uint64_t gpu_ns(void)
+{
+#ifdef __NVPTX__
+    uint64_t t;
+    __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+#else
+    return 0;
+#endif
+}
+#pragma omp end declare target
+
+#define IDLE_MAX 50
+
+/* n calls, each after gap_ns without any; their round trips in us, sorted, in lat[]. */
+static int idle_calls(uint64_t gap_ns, int n, double *lat)
+{
+    int bad = 0;
+
+#pragma omp target map(from : lat [0:n]) map(tofrom : bad)
+    for (int i = 0; i < n; i++) {
+        uint64_t t = gpu_ns();
+        while (gpu_ns() - t < gap_ns) {
+        }
+        uint32_t in = (uint32_t)i, out = ~0u;
+        uint64_t a = gpu_ns();
+        if (tether_rpc_call(OP_ECHO, &in, sizeof in, &out, sizeof out) != (int64_t)sizeof out ||
+            out != in)
+            bad++;
+        lat[i] = (double)(gpu_ns() - a) / 1000.0;
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && lat[j - 1] > lat[j]; j--) {
+            double x = lat[j];
+            lat[j] = lat[j - 1];
+            lat[j - 1] = x;
+        }
+    return bad;
 }
 
 static int calls(int rounds)
@@ -51,5 +95,16 @@ int main(void)
         return 1;
     }
     bench_fig("pingpong", per, "us");
+
+    double lat[IDLE_MAX];
+    bad = idle_calls(10000000ull, 50, lat);
+    bench_fig("rpc_after_10ms_p99", lat[49], "us"); /* of 50: the 99th percentile is the top */
+    bench_fig("rpc_after_10ms_median", (lat[24] + lat[25]) / 2, "us");
+    bad += idle_calls(1000000000ull, 5, lat);
+    bench_fig("rpc_after_1s_max", lat[4], "us");
+    if (bad != 0) {
+        fprintf(stderr, "rpc: %d calls after a quiet stretch returned a wrong answer\n", bad);
+        return 1;
+    }
     return 0;
 }
