@@ -78,7 +78,7 @@ extern "C" {
 
 /* Bumped whenever a slot is added, removed or changes meaning.  plugin_create() in common refuses
  * a table whose version differs (an old backend built against a new common). */
-#define PLUGIN_OPS_VERSION 5
+#define PLUGIN_OPS_VERSION 6
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -447,17 +447,6 @@ struct plugin_ops {
     tether_status_t (*shared_alloc)(struct plugin_device *dev, size_t size, void **host_p,
                                     void **dev_p, struct tether_error *err);
     void (*shared_free)(struct plugin_device *dev, void *host);
-
-    /* Optional (GPUs whose L2 is split in partitions).  Times, from every SM (compute unit), a
-     * device-scope atomic that changes nothing on a word of each of `windows` device-memory
-     * windows (window w at addr + w * stride; each SM uses its own line of it):
-     * cycles[sm * windows + w] = the fastest of a few, in the device's clock; 0 for SMs the probe
-     * did not reach.  *sms_p = the SMs covered (at most max_sms).  Common puts each SM's RPC
-     * ports of small grids on the window it reaches fastest (device_client.h, near windows).
-     * NULL: no such placement. */
-    tether_status_t (*l2_probe)(struct plugin_device *dev, uint64_t addr, uint32_t windows,
-                                uint32_t stride, uint32_t *cycles, uint32_t max_sms,
-                                uint32_t *sms_p, struct tether_error *err);
 };
 
 /* ---- services common offers backends -------------------------------------------------------- */

@@ -343,7 +343,6 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
 #define RPC_CS_READ 0x8u      /* with KNOWN: buffers were read since the last fenced flip */
 #define RPC_CS_UNFENCED 0x10u /* closed without a fence by the caller of the key */
 #define RPC_CS_SEQ_SHIFT 8u   /* bits 8..15: seq of the port's last call */
-#define RPC_CS_USER_SHIFT 16u /* bits 16..31: the callers' own (rpc_port_user) */
 #define RPC_CS_KEY_SHIFT 32u  /* bits 32..63: with UNFENCED, the key of that caller */
 
 /* ---- process objects ---------------------------------------------------- */
@@ -386,12 +385,10 @@ typedef struct rpc_port {
     uint32_t state_;
     uint32_t key_;
     uint32_t seq_;   /* the call's seq (header) */
-    uint32_t user_;  /* client: the state word's user bits (rpc_port_user) */
     uint32_t owner_; /* client: the opener's key (rpc_client_try_open_keyed), 0 for none */
-    uint32_t pad_;
 } rpc_port_t;
 
-_Static_assert(sizeof(rpc_port_t) == 56, "rpc_port layout");
+_Static_assert(sizeof(rpc_port_t) == 48, "rpc_port layout");
 
 /* Per-lane callback of send/recv: `buffer` is lane `lane`'s 64 bytes, owned by
  * the caller for the duration of the call. */
@@ -613,14 +610,12 @@ static inline bool rpc_server_unpack_short_(struct rpc_process *p, uint32_t inde
     return true;
 }
 
-/* Tries to lock port `index` and checks (L2) that this side may start or
- * serve a call on it.  On success returns true with W2 done, this side's outbox bit in *out_p,
- * (client) the new call's seq in *seq_p, whether buffers were read since the last fence
- * (RPC_PS_READ or 0) in *read_p and the state word's user bits in *user_p (server: 0).
+/* Tries to lock port `index` and checks (L2) that this side may start or serve a call on it.  On
+ * success returns true with W2 done, this side's outbox bit in *out_p, (client) the new call's
+ * seq in *seq_p and whether buffers were read since the last fence (RPC_PS_READ or 0) in *read_p.
  * `key`: the client caller's key (L3), 0 for none. */
 static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
-                                 uint32_t key, uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p,
-                                 uint32_t *user_p)
+                                 uint32_t key, uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p)
 {
     uint32_t w = index / 32, bit = 1u << (index % 32);
     uint64_t old = 0;
@@ -629,15 +624,10 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
         return false;
     *seq_p = (uint32_t)((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
     *read_p = 0;
-    *user_p = (uint32_t)(old >> RPC_CS_USER_SHIFT) & 0xffffu;
-    /* A close without a fence (L3) is known only to the caller that made it.  One predicate
-     * from bit operations, not a chain of branches: on a GPU each branch after the lock's
-     * atomic is on the call's path. */
-    bool trusted =
-        ((old & RPC_CS_KNOWN) != 0) & (((old & RPC_CS_UNFENCED) == 0) |
-                                       ((key != 0) & ((uint32_t)(old >> RPC_CS_KEY_SHIFT) == key)));
-    if (trusted) {
-        /* Known client-owned since its last close: the outbox bit then is the one now. */
+    /* Known client-owned since its last close: the outbox bit then is the one now.  A close
+     * without a fence (L3) is known only to the caller of its key. */
+    if ((old & RPC_CS_KNOWN) &&
+        (!(old & RPC_CS_UNFENCED) || (key != 0 && (uint32_t)(old >> RPC_CS_KEY_SHIFT) == key))) {
         *out_p = (old & RPC_CS_OUT) ? 1u : 0u;
         *read_p = (old & RPC_CS_READ) ? RPC_PS_READ : 0u;
         return true;
@@ -664,16 +654,14 @@ busy:
 
 static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint32_t index,
                                         uint64_t mask, uint32_t opcode, uint32_t out, uint32_t seq,
-                                        uint32_t read, uint32_t user, uint32_t key)
+                                        uint32_t read, uint32_t key)
 {
     rpc_port_t port;
     port.owner_ = key;
-    port.pad_ = 0;
     port.lane_mask_ = mask;
     port.head_[0] = 0;
     port.head_[1] = 0;
     port.seq_ = seq;
-    port.user_ = user;
     port.index_ = index;
     port.opcode_ = opcode;
     port.state_ = RPC_PS_OPEN | RPC_PS_OWNED | RPC_PS_FIRST | (out ? RPC_PS_OUT : 0u) |
@@ -764,39 +752,30 @@ static inline void rpc_recv_(struct rpc_process *process, rpc_port_t *port, rpc_
         rpc_arch_backoff(&spins);
 }
 
-/* Client: the state word a close of `port` stores (lock bit clear), and in *fenced_p whether
- * with a release.  Still owned (nothing sent since the last receive, or since the open): the
- * next opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
- * outbox bit is recorded either way.  A keyed caller that read no buffers since its last fenced
- * flip unlocks without a fence and leaves its key (L3). */
-static inline uint64_t rpc_close_word_(const rpc_port_t *port, bool *fenced_p)
-{
-    uint64_t next = (uint64_t)port->user_ << RPC_CS_USER_SHIFT |
-                    (uint64_t)port->seq_ << RPC_CS_SEQ_SHIFT |
-                    ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
-    if (port->state_ & RPC_PS_OWNED)
-        next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
-    bool fenced = port->owner_ == 0 || (port->state_ & RPC_PS_READ);
-    if (!fenced)
-        next |= RPC_CS_UNFENCED | (uint64_t)port->owner_ << RPC_CS_KEY_SHIFT;
-    *fenced_p = fenced;
-    return next;
-}
-
+/* Client close (L1, L3): one store of the port's next state word, lock bit clear.  Still owned
+ * (nothing sent since the last receive, or since the open): the next opener may skip the mailbox
+ * reads (known).  After a send the server owns it: unknown.  The outbox bit is recorded either
+ * way.  A keyed caller that read no buffers since its last fenced flip stores without a release
+ * and leaves its key; every other close is a release. */
 static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
 {
     rpc_port_check_(process, port);
     RPC_ASSERT(!(port->state_ & RPC_PS_STREAM));
-    /* The server hands a port it still owns back to the client (after a
-     * fire-and-forget call, or a call whose last step was a recv). */
-    if (process->server && (port->state_ & RPC_PS_OWNED))
-        rpc_release_(process, port);
     if (process->server) {
+        /* The server hands a port it still owns back to the client (after a fire-and-forget
+         * call, or a call whose last step was a recv). */
+        if (port->state_ & RPC_PS_OWNED)
+            rpc_release_(process, port);
         rpc_arch_unlock(port->lane_mask_, &process->locks[port->index_ / 32],
                         1u << (port->index_ % 32));
     } else {
-        bool fenced;
-        uint64_t next = rpc_close_word_(port, &fenced);
+        uint64_t next = (uint64_t)port->seq_ << RPC_CS_SEQ_SHIFT |
+                        ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
+        if (port->state_ & RPC_PS_OWNED)
+            next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
+        bool fenced = port->owner_ == 0 || (port->state_ & RPC_PS_READ);
+        if (!fenced)
+            next |= RPC_CS_UNFENCED | (uint64_t)port->owner_ << RPC_CS_KEY_SHIFT;
         rpc_arch_unlock_state(port->lane_mask_, rpc_state_(process, port->index_), next, fenced);
     }
     port->state_ = 0;
@@ -997,11 +976,11 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             free &= ~(~0u << (start % 32)); /* wrapped around: ports < start */
         while (free) {
             uint32_t bit = (uint32_t)__builtin_ctz(free);
-            uint32_t index = w * 32 + bit, out, seq, read, user;
+            uint32_t index = w * 32 + bit, out, seq, read;
             free &= free - 1;
-            if (!rpc_try_take_(p, lane_mask, index, 0, &out, &seq, &read, &user))
+            if (!rpc_try_take_(p, lane_mask, index, 0, &out, &seq, &read))
                 continue;
-            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user, 0);
+            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, 0);
             return true;
         }
     }
@@ -1025,10 +1004,10 @@ static inline bool rpc_client_try_open_keyed(struct rpc_client *client, uint32_t
     key = rpc_arch_broadcast(lane_mask, key);
     if (index >= p->ports) /* a division only when needed (a GPU's home port is in range) */
         index %= p->ports;
-    uint32_t out, seq, read, user;
-    if (!rpc_try_take_(p, lane_mask, index, key, &out, &seq, &read, &user))
+    uint32_t out, seq, read;
+    if (!rpc_try_take_(p, lane_mask, index, key, &out, &seq, &read))
         return false;
-    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user, key);
+    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, key);
     return true;
 }
 
@@ -1208,37 +1187,6 @@ static inline void rpc_client_close(struct rpc_client *client, rpc_port_t *port)
     rpc_close_(&client->process, port);
 }
 
-/* Client, after a send and before its recv: the word rpc_client_close would store, its user
- * bits 0, once a recv that reads no buffers has found the answer's head; *fenced_p: whether
- * with a release.  A caller that waits before it polls (NVIDIA: the learnt delay) works it out
- * while it waits, and closes with rpc_client_close_after_head. */
-static inline uint64_t rpc_client_close_word_after_head(const rpc_port_t *port, bool *fenced_p)
-{
-    rpc_port_t after = *port;
-    after.state_ = (after.state_ | RPC_PS_OWNED | RPC_PS_RECEIVED) & ~(uint32_t)RPC_PS_FIRST;
-    after.user_ = 0;
-    return rpc_close_word_(&after, fenced_p);
-}
-
-/* Client: rpc_client_close of a port whose recv found the head and read no buffers, with the
- * word and fence of rpc_client_close_word_after_head (taken between its send and its recv) and
- * the port's user bits. */
-static inline void rpc_client_close_after_head(struct rpc_client *client, rpc_port_t *port,
-                                               uint64_t word, bool fenced)
-{
-    rpc_port_check_(&client->process, port);
-    RPC_ASSERT((port->state_ & (RPC_PS_OWNED | RPC_PS_RECEIVED | RPC_PS_READ | RPC_PS_STREAM |
-                                RPC_PS_FIRST)) == (RPC_PS_OWNED | RPC_PS_RECEIVED));
-    uint64_t next = word | (uint64_t)port->user_ << RPC_CS_USER_SHIFT;
-#if RPC_CHECKS
-    bool check_fenced;
-    RPC_ASSERT(rpc_close_word_(port, &check_fenced) == next && check_fenced == fenced);
-#endif
-    rpc_arch_unlock_state(port->lane_mask_, rpc_state_(&client->process, port->index_), next,
-                          fenced);
-    port->state_ = 0;
-}
-
 /* ---- server -------------------------------------------------------------- */
 
 /* As rpc_client_init, for the server side (its own lock bitmap). */
@@ -1259,7 +1207,7 @@ static inline rpc_port_t rpc_server_opened_(struct rpc_process *p, uint32_t inde
 {
     const struct rpc_header *header = &p->headers[index];
     return rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p), header->opcode, out,
-                          header->seq, 0, 0, 0);
+                          header->seq, 0, 0);
 }
 
 /* A hint, without locking: does a call wait on port `index` (c != s)?  Two relaxed loads. */
@@ -1301,9 +1249,9 @@ static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t wor
             ready &= ~(~0u << (start % 32));
         while (ready) {
             uint32_t bit = (uint32_t)__builtin_ctz(ready);
-            uint32_t index = w * 32 + bit, out, seq, read, user;
+            uint32_t index = w * 32 + bit, out, seq, read;
             ready &= ready - 1;
-            if (!rpc_try_take_(p, mask, index, 0, &out, &seq, &read, &user))
+            if (!rpc_try_take_(p, mask, index, 0, &out, &seq, &read))
                 continue;
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
             *port_p = rpc_server_opened_(p, index, out);
@@ -1328,9 +1276,9 @@ static inline bool rpc_server_try_open_port(struct rpc_server *server, uint32_t 
 {
     struct rpc_process *p = &server->process;
     const uint64_t mask = 1;
-    uint32_t out, seq, read, user;
+    uint32_t out, seq, read;
     if (index >= p->ports || !rpc_server_waiting(server, index) ||
-        !rpc_try_take_(p, mask, index, 0, &out, &seq, &read, &user))
+        !rpc_try_take_(p, mask, index, 0, &out, &seq, &read))
         return false;
     *port_p = rpc_server_opened_(p, index, out);
     return true;
@@ -1436,20 +1384,6 @@ static inline uint64_t rpc_port_head(const rpc_port_t *port, uint32_t i)
 static inline uint32_t rpc_port_seq(const rpc_port_t *port)
 {
     return port->seq_;
-}
-
-/* Client: 16 bits that a port keeps in its state word from one call's close to the next open,
- * whoever makes the calls (0 at first), for the callers' own per-port state; the protocol never
- * looks at them.  The NVIDIA device library keeps there how long to wait before the first poll
- * for an answer.  set: written back by rpc_client_close. */
-static inline uint32_t rpc_port_user(const rpc_port_t *port)
-{
-    return port->user_;
-}
-
-static inline void rpc_port_set_user(rpc_port_t *port, uint32_t bits)
-{
-    port->user_ = bits & 0xffffu;
 }
 
 #endif /* TETHER_RPC_H */

@@ -98,11 +98,6 @@ tether_status_t cuda_ctx_enter(struct cuda_device *cd, struct tether_error *err)
 /* cuda_jit.c: plugin_ops.jit (PTX from LLVM -> cubin through the driver's linker). */
 extern const struct plugin_jit_ops cuda_jit_ops;
 
-/* cuda_l2.c: plugin_ops.l2_probe. */
-tether_status_t cuda_l2_probe(struct plugin_device *dev, uint64_t addr, uint32_t windows,
-                              uint32_t stride, uint32_t *cycles, uint32_t max_sms, uint32_t *sms_p,
-                              struct tether_error *err);
-
 /* Slots, by file. */
 tether_status_t cuda_alloc(struct plugin_device *dev, size_t size, enum plugin_alloc_kind kind,
                            void **ptr_p, struct tether_error *err);

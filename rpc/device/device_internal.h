@@ -18,7 +18,6 @@
 
 #include "device_arch.h"
 #include "device_client.h"
-#include "device_wait.h"
 
 DEV_BEGIN
 

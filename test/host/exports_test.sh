@@ -16,7 +16,7 @@ fail() {
 # is declared there for OpenMP programs but defined in libtether-device.a's host part.
 want=$(grep -Ev '^(static|typedef| \*|/\*)' "$header" |
   grep -oE '^[A-Za-z_][A-Za-z0-9_ ]*[ *]tether_rpc_[a-z0-9_]+\(' |
-  grep -oE 'tether_rpc_[a-z0-9_]+' | grep -vx tether_rpc_register_user | sort -u)
+  grep -oE 'tether_rpc_[a-z0-9_]+\($' | tr -d '(' | grep -vx tether_rpc_register_user | sort -u)
 [ "$(echo "$want" | wc -l)" -ge 10 ] || fail "found only these functions in $header: $want"
 
 got_so=$(nm -D --defined-only "$so" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u)
