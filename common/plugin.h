@@ -362,7 +362,8 @@ struct plugin_ops {
     void (*queue_destroy)(struct plugin_device *dev, struct plugin_queue *queue);
     /* Block until everything enqueued so far completed; return the first error of that work.
      * The backend's one wait for a queue: synchronous calls and libomptarget's synchronize both
-     * end here. */
+     * end here.  A backend that has to wait does it through plugin_wait() (plugin_wait.h), which
+     * polls and then blocks as TETHER_WAIT says. */
     tether_status_t (*queue_sync)(struct plugin_device *dev, struct plugin_queue *queue,
                                   struct tether_error *err);
     /* Never blocks: *done_p = true when everything enqueued so far completed (or failed: then
@@ -384,7 +385,8 @@ struct plugin_ops {
     /* Wait: work enqueued on queue after this call starts only after the event completed. */
     tether_status_t (*event_wait)(struct plugin_device *dev, struct plugin_event *event,
                                   struct plugin_queue *queue, struct tether_error *err);
-    /* Block the calling thread until the event completed (an unrecorded event is complete). */
+    /* Block the calling thread until the event completed (an unrecorded event is complete);
+     * through plugin_wait() like queue_sync. */
     tether_status_t (*event_sync)(struct plugin_device *dev, struct plugin_event *event,
                                   struct tether_error *err);
 

@@ -12,8 +12,8 @@
  * Life cycle: __tgt_rtl_init_plugin creates the plugin once; __tgt_rtl_deinit_plugin is called by
  * libomptarget 16 at every __tgt_unregister_lib and is therefore a no-op; the plugin is destroyed
  * by this library's destructor at process exit, after the program's own destructors (which may
- * still run device destructor kernels) have finished, once no other thread is inside an entry
- * point (see "shutdown" below).
+ * still run device destructor kernels) have finished, and only when no other thread still
+ * offloads (see "shutdown" below).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugin_core.h"
+#include "plugin_state.h"
 #include "tether/rpc.h"
 
 #define TGT_EXPORT __attribute__((visibility("default")))
@@ -60,21 +60,37 @@ TGT_EXPORT unsigned char tether_rtl_probe_target[512];
 
 /* ---- shutdown ---------------------------------------------------------------------------
  * exit() runs the destructor while other threads may be inside an entry point (a target region
- * running on the host plugin, a transfer) or about to call one.  Every entry point that touches
- * the plugin passes a gate (ABI_GATE: counted in abi_calls until it returns).  The destructor
- * closes the gate, waits until no call is inside but its own thread's, then destroys the plugin.
- * A call arriving after the gate closed waits for the process to end (exit is under way), so it
- * never sees freed state and never turns the exit into an abort.  Calls that pass a closed gate:
- * the exiting thread's own, calls nested in a call already inside (the probe reaches data_submit
- * through libomptarget), and calls from a user RPC handler (a region inside waits for them).
+ * running on the host plugin, a transfer) or between two calls of a region.  Every entry point
+ * that touches the plugin passes a gate (ABI_GATE: counted in abi_calls until it returns).  The
+ * destructor waits until no call of another thread is inside and no kernel is left to
+ * synchronise; calls go on meanwhile (the rest of a region in flight: its synchronisation,
+ * copies back, frees).  Then:
+ *  - when another thread was inside, or came meanwhile, the process still offloads on other
+ *    threads: nothing is destroyed (the process's end reclaims it all; the RPC threads go on
+ *    serving) and every later call goes on.  Making them wait would hang the exit: libomp's
+ *    destructor, which runs after this one, waits for its hidden helper threads, which run
+ *    `nowait` regions;
+ *  - otherwise the plugin is destroyed (RPC stopped, images unloaded, devices released); a call
+ *    that comes meanwhile waits for that, then fails with "called after the plugin shut down".
+ * So no call touches freed state, and the regions in flight end (with their output) before the
+ * process does.  The exiting thread's own calls, calls nested in a call already inside (the
+ * probe reaches data_submit through libomptarget) and calls from a user RPC handler never wait.
  * exit() inside a user RPC handler destroys nothing: the region that made the call waits for the
- * handler, so the plugin is left as it is to the end of the process.
+ * handler.
  */
+enum abi_phase {
+    ABI_OPEN,     /* no exit yet */
+    ABI_DRAINING, /* the destructor waits for the calls of other threads */
+    ABI_KEPT,     /* other threads offload: nothing destroyed, every call goes on */
+    ABI_TEARING,  /* the plugin is being destroyed; new calls wait, then fail */
+    ABI_DOWN,     /* destroyed: calls fail */
+};
 static pthread_mutex_t abi_gate_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t abi_gate_cv = PTHREAD_COND_INITIALIZER;   /* a call left (closing) */
-static pthread_cond_t abi_gate_shut = PTHREAD_COND_INITIALIZER; /* never signalled */
-static atomic_uint abi_calls;                                   /* calls inside, all threads */
-static atomic_bool abi_closing;
+static pthread_cond_t abi_gate_cv = PTHREAD_COND_INITIALIZER; /* a call left, or a new phase */
+static enum abi_phase abi_phase;                              /* under abi_gate_lock */
+static bool abi_late;                    /* a call came while draining (under abi_gate_lock) */
+static atomic_uint abi_calls;            /* calls inside, all threads */
+static atomic_bool abi_closing;          /* DRAINING or TEARING: calls take the slow path */
 static _Thread_local unsigned abi_depth; /* calls this thread is inside */
 static _Thread_local bool abi_closer;    /* this thread runs the destructor */
 
@@ -90,6 +106,23 @@ static void abi_leave(unsigned **depth)
     }
 }
 
+/* A call while the destructor runs: noted while it drains, held while it destroys. */
+static void abi_enter_closing(void)
+{
+    pthread_mutex_lock(&abi_gate_lock);
+    if (abi_phase == ABI_DRAINING) {
+        abi_late = true;
+    } else if (abi_phase == ABI_TEARING) {
+        atomic_fetch_sub(&abi_calls, 1);
+        pthread_cond_broadcast(&abi_gate_cv);
+        while (abi_phase == ABI_TEARING) {
+            pthread_cond_wait(&abi_gate_cv, &abi_gate_lock);
+        }
+        atomic_fetch_add(&abi_calls, 1); /* DOWN: abi_plugin is NULL, the call fails */
+    }
+    pthread_mutex_unlock(&abi_gate_lock);
+}
+
 static unsigned *abi_enter(void)
 {
     unsigned *depth = &abi_depth;
@@ -98,17 +131,25 @@ static unsigned *abi_enter(void)
     atomic_fetch_add(&abi_calls, 1);
     if (atomic_load(&abi_closing) && !abi_closer && *depth == 1 &&
         tether_rpc_server_current() == NULL) {
-        abi_leave(&depth);
-        pthread_mutex_lock(&abi_gate_lock);
-        for (;;) {
-            pthread_cond_wait(&abi_gate_shut, &abi_gate_lock);
-        }
+        abi_enter_closing();
     }
     return depth;
 }
 
 /* First line of an entry point: passes the gate, and leaves it on every return. */
 #define ABI_GATE() __attribute__((cleanup(abi_leave), unused)) unsigned *abi_gate_ = abi_enter()
+
+/* Ends the wait of the calls at the gate in `phase` (KEPT or DOWN). */
+static void abi_phase_set(enum abi_phase phase)
+{
+    pthread_mutex_lock(&abi_gate_lock);
+    abi_phase = phase;
+    if (phase == ABI_KEPT) {
+        atomic_store(&abi_closing, false);
+    }
+    pthread_cond_broadcast(&abi_gate_cv);
+    pthread_mutex_unlock(&abi_gate_lock);
+}
 
 /* fork(): in a child the other threads' calls did not come along (only this thread's are
  * inside), and a GPU's driver context stays with the parent (CUDA and HSA cannot be used in a
@@ -120,8 +161,18 @@ static pid_t abi_pid; /* the process that created the plugin */
 
 static void abi_forked(void)
 {
+    struct plugin *plugin = abi_plugin;
+
     atomic_store(&abi_calls, abi_depth);
     abi_in_child = true;
+    /* Nor did their kernels: none is left to synchronise here (see abi_close). */
+    for (int32_t i = 0; plugin != NULL && i < plugin->num_devices; i++) {
+        struct plugin_device *dev = plugin_device_peek(plugin, i);
+
+        if (dev != NULL) {
+            atomic_store(&dev->state->kernels_running, 0);
+        }
+    }
 }
 
 static bool abi_child_refuses(const struct plugin_device *dev)
@@ -142,31 +193,81 @@ static bool abi_child_holds_gpu(struct plugin *plugin)
     return false;
 }
 
-/* Closes the gate; true once the plugin may be destroyed. */
-static bool abi_close(void)
+/* Kernels launched and not yet known complete, on all devices (the synchronisation that ends
+ * them, and drains their RPC calls, is still to come). */
+static uint64_t abi_kernels_running(struct plugin *plugin)
+{
+    uint64_t n = 0;
+
+    for (int32_t i = 0; plugin != NULL && i < plugin->num_devices; i++) {
+        struct plugin_device *dev = plugin_device_peek(plugin, i);
+
+        if (dev != NULL) {
+            n += atomic_load(&dev->state->kernels_running);
+        }
+    }
+    return n;
+}
+
+/* At exit: waits until no call of another thread is inside and no kernel is left to synchronise
+ * (a region's tail: its synchronisation, copies back, frees).  Returns NULL when the plugin may be
+ * destroyed (the phase is then TEARING), else why it is kept (the phase is then KEPT). */
+static const char *abi_close(struct plugin *plugin)
 {
     struct timespec until;
-    bool said = false;
+    bool said = false, busy;
 
     abi_closer = true;
-    atomic_store(&abi_closing, true);
     if (tether_rpc_server_current() != NULL) {
-        return false;
+        abi_phase_set(ABI_KEPT);
+        return "exit() inside an RPC handler";
     }
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 10;
     pthread_mutex_lock(&abi_gate_lock);
-    while (atomic_load(&abi_calls) > abi_depth) {
+    abi_phase = ABI_DRAINING;
+    atomic_store(&abi_closing, true);
+    busy = atomic_load(&abi_calls) > abi_depth || abi_kernels_running(plugin) != 0;
+    while (atomic_load(&abi_calls) > abi_depth || abi_kernels_running(plugin) != 0) {
         if (pthread_cond_timedwait(&abi_gate_cv, &abi_gate_lock, &until) == ETIMEDOUT && !said) {
             fprintf(stderr,
                     "tether (%s): exit waits for %u call(s) of other threads still inside the "
-                    "plugin (target regions, transfers) before it unloads the device images\n",
-                    plugin_backend_ops.name, atomic_load(&abi_calls) - abi_depth);
+                    "plugin and %llu kernel(s) not yet synchronised (target regions, transfers) "
+                    "to finish\n",
+                    plugin_backend_ops.name, atomic_load(&abi_calls) - abi_depth,
+                    (unsigned long long)abi_kernels_running(plugin));
             said = true;
         }
     }
+    busy |= abi_late;
+    if (!busy) {
+        abi_phase = ABI_TEARING; /* a call from now on waits, and is not inside */
+    }
     pthread_mutex_unlock(&abi_gate_lock);
-    return true;
+    if (busy) {
+        abi_phase_set(ABI_KEPT);
+        return "other threads offload while the process exits";
+    }
+    if (plugin != NULL && abi_child_holds_gpu(plugin)) {
+        abi_phase_set(ABI_KEPT);
+        return "a fork child: the GPU driver's state is the parent's";
+    }
+    return NULL;
+}
+
+/* libomptarget 16's destructor dlcloses every plugin.  At exit other threads may still be in
+ * this library: the RPC server threads, and calls that go on after the destructor kept the plugin
+ * (see "shutdown").  Unmapping its code under them crashed them, so the library is made one that
+ * stays loaded (as LLVM's C++ plugins are, through their unique symbols). */
+static void abi_pin_library(void)
+{
+    Dl_info self;
+
+    if (dladdr((void *)abi_pin_library, &self) == 0 || self.dli_fname == NULL) {
+        plugin_log(NULL, NULL, PLUGIN_LOG_DEBUG, "could not keep the plugin loaded: no dladdr");
+    } else if (dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) == NULL) {
+        plugin_log(NULL, NULL, PLUGIN_LOG_DEBUG, "could not keep the plugin loaded: %s", dlerror());
+    }
 }
 
 static void abi_init_once(void)
@@ -183,6 +284,7 @@ static void abi_init_once(void)
     }
     abi_pid = getpid();
     pthread_atfork(NULL, NULL, abi_forked);
+    abi_pin_library();
     target = dlsym(RTLD_DEFAULT, "tether_rtl_probe_target");
     if (target == NULL) {
         target = tether_rtl_probe_target;
@@ -201,19 +303,16 @@ static struct plugin *abi_get(void)
 __attribute__((destructor)) static void abi_fini(void)
 {
     struct plugin *plugin = abi_plugin;
+    const char *kept = abi_close(plugin);
 
-    if (!abi_close()) {
+    if (kept != NULL) {
         plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG,
-                   "exit() inside an RPC handler: the plugin is left to the end of the process");
-        return;
-    }
-    if (plugin != NULL && abi_child_holds_gpu(plugin)) {
-        plugin_log(plugin, NULL, PLUGIN_LOG_DEBUG,
-                   "fork child: the driver's state is the parent's, nothing to release");
+                   "%s: the plugin is left as it is to the end of the process", kept);
         return;
     }
     abi_plugin = NULL;
     plugin_destroy(plugin);
+    abi_phase_set(ABI_DOWN);
 }
 
 /* Device `id` of this plugin, or NULL after printing why. */

@@ -9,6 +9,10 @@
 #   native       CUDA native baselines                          -> $OUT/native.txt
 #   llvm16       OpenMP programs through LLVM 16's CUDA plugin  -> $OUT/llvm16.txt
 #   tether       OpenMP programs through tether's CUDA plugin   -> $OUT/tether.txt
+#   wait         how host threads wait for the GPU (test/cuda/omp/waitcpu.c): LLVM 16's plugin,
+#                tether's with TETHER_WAIT=spin and =adaptive, and CUDA's empty launch, in
+#                alternation, TETHER_WAIT_ROUNDS times (default 3) -> $OUT/wait.txt (every
+#                figure), the medians against the goals -> $OUT/wait-summary.txt (and summary.txt)
 #   conformance  the conformance suite through tether's plugin  -> $OUT/conformance.txt
 #   llvm-suite   LLVM 16's own offload test suite (openmp/libomptarget/test, sm_90) through
 #                LLVM 16's plugin and tether's, pass/fail side by side -> $OUT/llvm-suite.txt;
@@ -33,7 +37,7 @@ set -uo pipefail
 bundle=${1:?usage: device-run.sh BUNDLE [STEP...]}
 shift
 asked=$*
-steps=${*:-hello jit native llvm16 tether conformance llvm-suite multi mpi}
+steps=${*:-hello jit native llvm16 tether wait conformance llvm-suite multi mpi}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/device-out}
 work=${TETHER_DEVICE_WORK:-/tmp/tether-device}
@@ -189,15 +193,82 @@ if want tether; then
       echo "fig pingpong_median $(median tether) us" >>"$out/tether.txt"
     fi
     # How host threads wait matters for latency: LLVM 16 forces blocking sync, tether's default
-    # lets the driver spin.  The same launch benchmark with tether set to blocking:
+    # polls first (step wait).  The same launch benchmark with tether's waits always blocking:
     if [ -x "$work/bin/omp/launch" ]; then
-      say "tether: launch with TETHER_CUDA_SCHED=blocking"
-      TETHER_CUDA_SCHED=blocking omp_run plugins-tether "$work/bin/omp/launch" 2>&1 |
+      say "tether: launch with TETHER_WAIT=block"
+      TETHER_WAIT=block omp_run plugins-tether "$work/bin/omp/launch" 2>&1 |
         sed 's/^fig launch_empty /fig launch_empty_blocking /' | tee -a "$work/blocking.txt"
       grep '^fig ' "$work/blocking.txt" >>"$out/tether.txt" || fail "tether launch (blocking)"
     fi
   else
     say "tether: no tether plugin in the bundle, skipped"
+  fi
+fi
+
+# 5b. wait: what waiting for the GPU costs the host (test/cuda/omp/waitcpu.c).  Each round runs
+# CUDA's empty launch (the native baseline of the empty region), then waitcpu through LLVM 16's
+# plugin, tether's with TETHER_WAIT=spin and tether's with TETHER_WAIT=adaptive, so the ratios
+# come from one machine and one time; the summary takes each figure's median over the rounds.
+if want wait; then
+  if [ $have_tether = 1 ] && [ -x "$work/bin/omp/waitcpu" ]; then
+    native_launch=$work/bin/native/launch
+    if [ ! -x "$native_launch" ]; then
+      mkdir -p "$work/bin/native"
+      nvcc -O2 -arch=sm_90 -o "$native_launch" "$root/test/cuda/native/launch.cu" -lcuda ||
+        fail "wait: nvcc launch.cu"
+    fi
+    : >"$out/wait.txt"
+    for r in $(seq "${TETHER_WAIT_ROUNDS:-3}"); do
+      if [ -x "$native_launch" ]; then
+        timeout "$limit" "$native_launch" | sed -n 's/^fig launch_empty /native fig wait_empty /p' |
+          tee -a "$out/wait.txt"
+      fi
+      for cfg in llvm16 spin adaptive; do
+        say "wait: round $r, $cfg"
+        if [ $cfg = llvm16 ]; then
+          omp_run plugins-llvm "$work/bin/omp/waitcpu" >"$work/wait.txt" 2>&1
+        else
+          TETHER_WAIT=$cfg omp_run plugins-tether "$work/bin/omp/waitcpu" >"$work/wait.txt" 2>&1
+        fi
+        rc=$?
+        cat "$work/wait.txt"
+        [ $rc -eq 0 ] || fail "wait: waitcpu ($cfg, round $r, exit $rc)"
+        sed -n "s/^fig /$cfg fig /p" "$work/wait.txt" >>"$out/wait.txt"
+      done
+    done
+    # Lines "<config> fig <name> <value> <unit>"; medians per config and name, then the goals.
+    awk '
+      $2 == "fig" { k = $1 SUBSEP $3; n[k]++; v[k, n[k]] = $4 + 0 }
+      function med(cfg, name,   k, m, i, j, t, a) {
+        k = cfg SUBSEP name; m = n[k] + 0
+        if (m == 0) return -1
+        for (i = 1; i <= m; i++) a[i] = v[k, i]
+        for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+        return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+      }
+      function show(x) { return x < 0 ? "n/a" : sprintf("%.4g", x) }
+      function ratio(a, b) { return (a < 0 || b <= 0) ? "n/a" : sprintf("%.2f", a / b) }
+      function verdict(ok) { return ok ? "met" : "NOT met" }
+      END {
+        a = med("adaptive", "wait_cpu_2s")
+        printf "wait: host CPU during a 2 s kernel, %% of one core: llvm16 %s, tether spin %s, tether adaptive %s (goal: adaptive <= 5: %s)\n",
+          show(med("llvm16", "wait_cpu_2s")), show(med("spin", "wait_cpu_2s")), show(a), verdict(a >= 0 && a <= 5)
+        nat = med("native", "wait_empty"); a = med("adaptive", "wait_empty"); s = med("spin", "wait_empty"); l = med("llvm16", "wait_empty")
+        printf "wait: empty region, us: native %s, llvm16 %s (%sx native), tether spin %s (%sx), tether adaptive %s (%sx native, %sx spin; goal <= 1.3x native: %s)\n",
+          show(nat), show(l), ratio(l, nat), show(s), ratio(s, nat), show(a), ratio(a, nat), ratio(a, s),
+          verdict(a >= 0 && nat > 0 && a <= 1.3 * nat)
+        split("wait_50us wait_100us wait_1ms", names, " ")
+        split("50 us|100 us|1 ms", labels, "|")
+        for (i = 1; i <= 3; i++) {
+          a = med("adaptive", names[i]); s = med("spin", names[i]); l = med("llvm16", names[i])
+          printf "wait: region with a %s kernel, us: llvm16 %s, tether spin %s, tether adaptive %s (%sx spin; goal <= 1.05x: %s)\n",
+            labels[i], show(l), show(s), show(a), ratio(a, s), verdict(a >= 0 && s > 0 && a <= 1.05 * s)
+        }
+      }' "$out/wait.txt" >"$out/wait-summary.txt"
+    cat "$out/wait-summary.txt"
+  else
+    say "wait: no tether plugin or no bin/omp/waitcpu in the bundle, skipped"
+    skipped+=(wait)
   fi
 fi
 
@@ -323,12 +394,16 @@ if want mpi; then
   esac
 fi
 
-# 7. Side by side.
+# 7. Side by side (and the wait step's medians, when it ran).
 if [ -f "$out/native.txt" ] && [ -f "$out/llvm16.txt" ]; then
   files=("$out/native.txt" "$out/llvm16.txt")
   [ -s "$out/tether.txt" ] && files+=("$out/tether.txt")
   say "figures"
   bash "$root/scripts/device-compare.sh" "${files[@]}" | tee "$out/summary.txt"
+fi
+if want wait && [ -s "$out/wait-summary.txt" ]; then
+  { [ -f "$out/native.txt" ] && [ -f "$out/llvm16.txt" ]; } || : >"$out/summary.txt"
+  tee -a "$out/summary.txt" <"$out/wait-summary.txt"
 fi
 if [ $failed != 0 ]; then
   say "some steps FAILED (see above)"

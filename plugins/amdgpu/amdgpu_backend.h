@@ -50,6 +50,7 @@
 #include "amdgpu_hsa.h"
 #include "amdgpu_target.h"
 #include "plugin.h"
+#include "plugin_wait.h"
 
 #define AMDGPU_MAX_HW_QUEUES 16
 #define AMDGPU_DEFAULT_HW_QUEUES 4
@@ -113,7 +114,8 @@ struct amdgpu_device {
     /* first asynchronous queue error reported by the runtime (hsa_queue_create callback) */
     atomic_int queue_error; /* hsa_status_t, 0 = none */
 
-    uint64_t wait_hint; /* timeout hint for hsa_signal_wait (~100 ms in timestamp ticks) */
+    uint64_t wait_hint;      /* timeout hint for hsa_signal_wait (~100 ms in timestamp ticks) */
+    struct plugin_wait wait; /* how threads wait for this device (TETHER_WAIT) */
 
     /* completion signals no one references (value reset to 1 before reuse) */
     pthread_mutex_t signal_lock;

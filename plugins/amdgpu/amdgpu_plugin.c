@@ -389,6 +389,7 @@ static tether_status_t amdgpu_device_create(struct plugin *plugin, int32_t id,
         dev->wait_hint == 0)
         dev->wait_hint = 1000000; /* 1 MHz: the spec's lower bound */
     dev->wait_hint /= 10;         /* wake up every ~100 ms to look for queue errors */
+    plugin_wait_init(&dev->wait);
 
     hsa->hsa_agent_iterate_isas(dev->agent, amdgpu_isa_cb, dev);
     if (dev->isa[0] == '\0' || amdgpu_target_id_parse(dev->isa, &dev->target) != TETHER_OK) {

@@ -70,26 +70,63 @@ void amdgpu_signal_unref(struct amdgpu_device *dev, struct amdgpu_signal *signal
     }
 }
 
-/* Wait until signal drops below 1, or the runtime reports a queue error. */
+/* ---- waits: the primitives of common's plugin_wait() ------------------------------------- */
+
+struct amdgpu_waiter {
+    struct amdgpu_device *dev;
+    struct amdgpu_signal *signal;
+};
+
+/* A signal's value as a wait's answer: done below 1; a queue error or a negative value (a failed
+ * operation) is the error. */
+static tether_status_t amdgpu_wait_check(struct amdgpu_device *dev, hsa_signal_value_t v,
+                                         bool *done_p, struct tether_error *err)
+{
+    int qerr = atomic_load_explicit(&dev->queue_error, memory_order_acquire);
+
+    if (qerr != 0)
+        return amdgpu_check(dev, (hsa_status_t)qerr, "GPU queue error", err);
+    if (v < 0)
+        return plugin_error_set(err, TETHER_ERR_DRIVER,
+                                "a GPU operation failed (completion signal %lld)", (long long)v);
+    *done_p = v < 1;
+    return TETHER_OK;
+}
+
+static tether_status_t amdgpu_signal_poll(void *ctx, bool *done_p, struct tether_error *err)
+{
+    struct amdgpu_waiter *w = ctx;
+
+    return amdgpu_wait_check(w->dev, w->dev->ap->hsa.hsa_signal_load_scacquire(w->signal->hsa),
+                             done_p, err);
+}
+
+/* Sleep in the runtime until the signal drops below 1, waking every ~100 ms (wait_hint) to look
+ * for a queue error. */
+static tether_status_t amdgpu_signal_block(void *ctx, struct tether_error *err)
+{
+    struct amdgpu_waiter *w = ctx;
+    const struct amdgpu_hsa *hsa = &w->dev->ap->hsa;
+    bool done = false;
+    tether_status_t st = TETHER_OK;
+
+    while (st == TETHER_OK && !done)
+        st = amdgpu_wait_check(
+            w->dev,
+            hsa->hsa_signal_wait_scacquire(w->signal->hsa, HSA_SIGNAL_CONDITION_LT, 1,
+                                           w->dev->wait_hint, HSA_WAIT_STATE_BLOCKED),
+            &done, err);
+    return st;
+}
+
+/* Wait until signal drops below 1, or the runtime reports a queue error: poll, then sleep
+ * (plugin_wait). */
 static tether_status_t amdgpu_signal_wait(struct amdgpu_device *dev, struct amdgpu_signal *signal,
                                           struct tether_error *err)
 {
-    const struct amdgpu_hsa *hsa = &dev->ap->hsa;
+    struct amdgpu_waiter w = {.dev = dev, .signal = signal};
 
-    for (;;) {
-        hsa_signal_value_t v = hsa->hsa_signal_wait_scacquire(
-            signal->hsa, HSA_SIGNAL_CONDITION_LT, 1, dev->wait_hint, HSA_WAIT_STATE_BLOCKED);
-        int qerr = atomic_load_explicit(&dev->queue_error, memory_order_acquire);
-
-        if (qerr != 0)
-            return amdgpu_check(dev, (hsa_status_t)qerr, "GPU queue error", err);
-        if (v < 0)
-            return plugin_error_set(err, TETHER_ERR_DRIVER,
-                                    "a GPU operation failed (completion signal %lld)",
-                                    (long long)v);
-        if (v < 1)
-            return TETHER_OK;
-    }
+    return plugin_wait(&dev->wait, amdgpu_signal_poll, amdgpu_signal_block, &w, err);
 }
 
 /* ---- HSA queues ---------------------------------------------------------------------------- */

@@ -33,13 +33,23 @@ tether_status_t cuda_queue_create(struct plugin_device *dev, struct plugin_queue
         rc = CUDA_CALL(cd->drv, err, cuStreamCreate, &q->stream, CU_STREAM_NON_BLOCKING);
     }
     if (rc != TETHER_OK) {
-        free(q);
-        return rc;
+        goto free_queue;
+    }
+    rc = CUDA_CALL(cd->drv, err, cuEventCreate, &q->done, CUDA_EVENT_FLAGS);
+    if (rc != TETHER_OK) {
+        goto destroy_stream;
     }
     atomic_init(&q->last_kernel, NULL);
     atomic_init(&q->pending, false);
     *queue_p = q;
     return TETHER_OK;
+
+destroy_stream:
+    cuda_log_teardown(cd, cd->drv->cuStreamDestroy(q->stream),
+                      cuda_driver_symbol_names[CUDA_SLOT_cuStreamDestroy]);
+free_queue:
+    free(q);
+    return rc;
 }
 
 /* Interop: the ordinal as CUdevice (LLVM's convention), the primary context, made current on the
@@ -85,24 +95,86 @@ void cuda_queue_destroy(struct plugin_device *dev, struct plugin_queue *queue)
     struct tether_error err;
 
     if (cuda_ctx_enter(cd, &err) == TETHER_OK) {
+        cuda_log_teardown(cd, cd->drv->cuEventDestroy(queue->done),
+                          cuda_driver_symbol_names[CUDA_SLOT_cuEventDestroy]);
         cuda_log_teardown(cd, cd->drv->cuStreamDestroy(queue->stream),
                           cuda_driver_symbol_names[CUDA_SLOT_cuStreamDestroy]);
     }
     free(queue);
 }
 
-/* The one wait for a stream: every synchronous call and libomptarget's synchronize end here.  A
- * stream carries its context, so none needs to be made current for cuStreamSynchronize (and the
- * slot that enqueued a synchronous call's work made it current on this thread already). */
-tether_status_t cuda_queue_sync(struct plugin_device *dev, struct plugin_queue *queue,
-                                struct tether_error *err)
+/* ---- waits: the primitives of common's plugin_wait() ------------------------------------- */
+
+/* What a wait for a stream or an event polls and blocks on; res is the driver's last answer. */
+struct cuda_waiter {
+    const struct cuda_driver *drv;
+    struct plugin_queue *queue; /* a stream's wait */
+    CUevent event;              /* an event's wait; the queue's `done` for a stream's */
+    CUresult res;
+};
+
+/* A poll's or block's driver answer: done (CUDA_SUCCESS), not yet (NOT_READY), or the error. */
+static tether_status_t cuda_wait_check(struct cuda_waiter *w, CUresult res,
+                                       enum cuda_driver_slot slot, bool *done_p,
+                                       struct tether_error *err)
 {
-    struct cuda_device *cd = cuda_device_of(dev);
+    w->res = res;
+    if (res == CUDA_ERROR_NOT_READY && done_p != NULL) {
+        *done_p = false;
+        return TETHER_OK;
+    }
+    if (res == CUDA_SUCCESS && done_p != NULL) {
+        *done_p = true;
+    }
+    return cuda_driver_check(w->drv, res, cuda_driver_symbol_names[slot], err);
+}
+
+static tether_status_t cuda_stream_poll(void *ctx, bool *done_p, struct tether_error *err)
+{
+    struct cuda_waiter *w = ctx;
+
+    return cuda_wait_check(w, w->drv->cuStreamQuery(w->queue->stream), CUDA_SLOT_cuStreamQuery,
+                           done_p, err);
+}
+
+/* Sleep until the stream's work is done: its blocking-sync event recorded behind that work. */
+static tether_status_t cuda_stream_block(void *ctx, struct tether_error *err)
+{
+    struct cuda_waiter *w = ctx;
+    tether_status_t rc = cuda_wait_check(w, w->drv->cuEventRecord(w->event, w->queue->stream),
+                                         CUDA_SLOT_cuEventRecord, NULL, err);
+
+    return rc != TETHER_OK ? rc
+                           : cuda_wait_check(w, w->drv->cuEventSynchronize(w->event),
+                                             CUDA_SLOT_cuEventSynchronize, NULL, err);
+}
+
+static tether_status_t cuda_event_poll(void *ctx, bool *done_p, struct tether_error *err)
+{
+    struct cuda_waiter *w = ctx;
+
+    return cuda_wait_check(w, w->drv->cuEventQuery(w->event), CUDA_SLOT_cuEventQuery, done_p, err);
+}
+
+static tether_status_t cuda_event_block(void *ctx, struct tether_error *err)
+{
+    struct cuda_waiter *w = ctx;
+
+    return cuda_wait_check(w, w->drv->cuEventSynchronize(w->event), CUDA_SLOT_cuEventSynchronize,
+                           NULL, err);
+}
+
+/* The one wait for a stream: every synchronous call, libomptarget's synchronize and a pageable
+ * copy behind pending work end here.  A stream carries its context, so none needs to be made
+ * current for these calls (and the slot that enqueued a synchronous call's work made it current
+ * on this thread already). */
+tether_status_t cuda_stream_wait(struct cuda_device *cd, struct plugin_queue *queue,
+                                 struct tether_error *err)
+{
+    struct cuda_waiter w = {.drv = cd->drv, .queue = queue, .event = queue->done};
     const char *kernel = atomic_load(&queue->last_kernel);
     char what[TETHER_ERROR_MSG_MAX] = "in queued work";
-    CUresult res = cd->drv->cuStreamSynchronize(queue->stream);
-    tether_status_t rc = cuda_driver_check(
-        cd->drv, res, cuda_driver_symbol_names[CUDA_SLOT_cuStreamSynchronize], err);
+    tether_status_t rc = plugin_wait(&cd->wait, cuda_stream_poll, cuda_stream_block, &w, err);
 
     if (rc == TETHER_OK) {
         atomic_store(&queue->last_kernel, NULL);
@@ -120,13 +192,19 @@ tether_status_t cuda_queue_sync(struct plugin_device *dev, struct plugin_queue *
 
         snprintf(msg, sizeof(msg), "%s", err->msg);
         plugin_error_set(err, rc, "%s%s; %s", msg,
-                         res == CUDA_ERROR_ILLEGAL_ADDRESS && plugin_usm_unreachable(dev)
+                         w.res == CUDA_ERROR_ILLEGAL_ADDRESS && plugin_usm_unreachable(&cd->base)
                              ? " (the program requires unified_shared_memory, which this device "
                                "cannot serve: see the warning at its initialisation)"
                              : "",
                          what);
     }
     return rc;
+}
+
+tether_status_t cuda_queue_sync(struct plugin_device *dev, struct plugin_queue *queue,
+                                struct tether_error *err)
+{
+    return cuda_stream_wait(cuda_device_of(dev), queue, err);
 }
 
 tether_status_t cuda_queue_query(struct plugin_device *dev, struct plugin_queue *queue,
@@ -175,7 +253,7 @@ tether_status_t cuda_event_create(struct plugin_device *dev, struct plugin_event
     }
     rc = cuda_ctx_enter(cd, err);
     if (rc == TETHER_OK) {
-        rc = CUDA_CALL(cd->drv, err, cuEventCreate, &ev->event, CU_EVENT_DISABLE_TIMING);
+        rc = CUDA_CALL(cd->drv, err, cuEventCreate, &ev->event, CUDA_EVENT_FLAGS);
     }
     if (rc != TETHER_OK) {
         free(ev);
@@ -226,9 +304,11 @@ tether_status_t cuda_event_sync(struct plugin_device *dev, struct plugin_event *
                                 struct tether_error *err)
 {
     struct cuda_device *cd = cuda_device_of(dev);
+    struct cuda_waiter w = {.drv = cd->drv, .event = event->event};
     tether_status_t rc = cuda_ctx_enter(cd, err);
 
-    return rc != TETHER_OK ? rc : CUDA_CALL(cd->drv, err, cuEventSynchronize, event->event);
+    return rc != TETHER_OK ? rc
+                           : plugin_wait(&cd->wait, cuda_event_poll, cuda_event_block, &w, err);
 }
 
 /* ---- modules and kernels -------------------------------------------------------------------- */

@@ -10,11 +10,10 @@
  * memory the driver does not know).  So the host_dev hint from common's pinned map is not needed
  * to pick the fast path (with unified addressing the device-accessible address of registered
  * memory is the host address itself); it tells pageable copies, which wait for their stream
- * first (cuda_stream_wait_idle).
+ * first (cuda_stream_wait).
  */
 #include "cuda_plugin.h"
 
-#include <sched.h>
 #include <stdio.h>
 
 static CUdeviceptr cuda_dptr(const void *p)
@@ -86,36 +85,18 @@ tether_status_t cuda_free(struct plugin_device *dev, void *ptr, enum plugin_allo
  * an H200, driver 580: libomptarget's cuMemcpyDtoHAsync of a mapped scalar right after the
  * launch blocked the RPC server thread's cuMemAlloc for the device heap, which the kernel was
  * waiting for: a deadlock).  So before such a copy onto a stream with work pending, wait for the
- * stream here, polling without holding anything; the copy would not have started earlier anyway.
- * Pinned copies (host_dev known) stay asynchronous.
+ * stream first (cuda_stream_wait: polling, then sleeping on an event, holding nothing); the copy
+ * would not have started earlier anyway.  Pinned copies (host_dev known) stay asynchronous.
  */
-static tether_status_t cuda_stream_wait_idle(struct cuda_device *cd, CUstream stream,
-                                             struct tether_error *err)
-{
-    for (unsigned spins = 0;; spins++) {
-        CUresult res = cd->drv->cuStreamQuery(stream);
-
-        if (res != CUDA_ERROR_NOT_READY) {
-            return res == CUDA_SUCCESS
-                       ? TETHER_OK
-                       : cuda_driver_check(cd->drv, res,
-                                           cuda_driver_symbol_names[CUDA_SLOT_cuStreamQuery], err);
-        }
-        if (spins >= 64) {
-            sched_yield();
-        }
-    }
-}
-
 /* Before a host<->device copy: the device's context, and for pageable host memory (no host_dev) a
- * stream with nothing pending (cuda_stream_wait_idle). */
+ * stream with nothing pending. */
 static tether_status_t cuda_host_copy_enter(struct cuda_device *cd, struct plugin_queue *queue,
                                             const void *host_dev, struct tether_error *err)
 {
     tether_status_t rc = cuda_ctx_enter(cd, err);
 
     if (rc == TETHER_OK && host_dev == NULL && atomic_load(&queue->pending)) {
-        rc = cuda_stream_wait_idle(cd, queue->stream, err);
+        rc = cuda_stream_wait(cd, queue, err);
     }
     return rc;
 }

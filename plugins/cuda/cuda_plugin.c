@@ -6,9 +6,11 @@
  *   LIBOMPTARGET_HEAP_SIZE            device malloc heap, bytes (cuCtxSetLimit MALLOC_HEAP_SIZE)
  *   LIBOMPTARGET_NUM_INITIAL_STREAMS  streams created with each device, 0 to 1024 (default 32)
  *   LIBOMPTARGET_NUM_INITIAL_EVENTS   events created with each device, 0 to 1024 (default 32)
- *   TETHER_CUDA_SCHED                 auto | spin | yield | blocking: how a host thread waits for
- *                                     the GPU, set when tether activates the primary context
- *                                     (default auto: the driver spins while it has spare cores)
+ *   TETHER_CUDA_SCHED                 auto | spin | yield | blocking: the primary context's
+ *                                     scheduling flags, set when tether activates it (default
+ *                                     auto): how the driver waits inside its own calls
+ *   TETHER_WAIT                       adaptive | spin | block: how tether's waits for streams and
+ *                                     events go (common, plugin_wait.h; default adaptive)
  *   TETHER_CUDA_PRINTF_FIFO           bytes of CUDA's device printf buffer (driver default 1 MiB)
  *   (a limit the driver refuses is a bad value: a warning, and the driver's default stays)
  *   LIBOMPTARGET_SHARED_MEMORY_SIZE   read by common: dynamic shared memory per team
@@ -344,6 +346,7 @@ static tether_status_t cuda_device_create(struct plugin *plugin, int32_t id,
         cuda_env_count("LIBOMPTARGET_NUM_INITIAL_STREAMS", CUDA_DEFAULT_INITIAL_STREAMS);
     cd->initial_events =
         cuda_env_count("LIBOMPTARGET_NUM_INITIAL_EVENTS", CUDA_DEFAULT_INITIAL_EVENTS);
+    plugin_wait_init(&cd->wait);
     *dev_p = &cd->base;
     return TETHER_OK;
 

@@ -13,8 +13,9 @@
  *  - A queue is one stream, created CU_STREAM_NON_BLOCKING: no implicit synchronisation with the
  *    legacy default stream (user CUDA code in the same process does not serialise with us), and
  *    nothing uses the legacy default stream.  Every copy and launch comes with a queue (common
- *    pools them, synchronous calls included); cuda_queue_sync is the one place the backend waits
- *    for a stream.
+ *    pools them, synchronous calls included); cuda_stream_wait is the one place the backend waits
+ *    for a stream (queue_sync, and a pageable copy behind pending work), cuda_event_sync the one
+ *    for an event: both through common's plugin_wait() (poll, then sleep; plugin_wait.h).
  *
  * Locking: everything in the backend objects is written before the object is published to common
  * and read-only afterwards, except cuda_kernel.dyn_shared_set and the queue's last_kernel and
@@ -28,6 +29,7 @@
 
 #include "cuda_driver.h"
 #include "plugin.h"
+#include "plugin_wait.h"
 
 /* The plugin: the driver and what plugin_create learnt about each device. */
 struct cuda_plugin {
@@ -52,11 +54,15 @@ struct cuda_device {
     size_t total_mem;
     uint32_t initial_streams; /* LIBOMPTARGET_NUM_INITIAL_STREAMS, for common's queue pool */
     uint32_t initial_events;  /* LIBOMPTARGET_NUM_INITIAL_EVENTS, for common's event pool */
+    struct plugin_wait wait;  /* how threads wait for this device (TETHER_WAIT) */
 };
 
 /* A queue of common's contract: one CUDA stream. */
 struct plugin_queue {
     CUstream stream;
+    /* Recorded on the stream when a wait must sleep: CU_EVENT_BLOCKING_SYNC, so that
+     * cuEventSynchronize blocks the thread whatever the context's scheduling flags say. */
+    CUevent done;
     /* Name of the last kernel launched on the stream since it was last found complete, for the
      * message when the stream's work fails (a fault surfaces at the next synchronisation). */
     _Atomic(const char *) last_kernel;
@@ -65,7 +71,7 @@ struct plugin_queue {
     atomic_bool pending;
 };
 
-/* An event: one CUDA event (timing disabled). */
+/* An event: one CUDA event (timing disabled; blocking sync, so that a wait for it can sleep). */
 struct plugin_event {
     CUevent event;
 };
@@ -94,6 +100,15 @@ static inline struct cuda_device *cuda_device_of(struct plugin_device *dev)
 
 /* Make the device's primary context current on the calling thread. */
 tether_status_t cuda_ctx_enter(struct cuda_device *cd, struct tether_error *err);
+
+/* Wait until everything enqueued on queue so far completed (plugin_wait: cuStreamQuery, then the
+ * queue's blocking event); mark it idle.  A failure names the driver call and the last kernel
+ * launched on the queue.  cuda_exec.c. */
+tether_status_t cuda_stream_wait(struct cuda_device *cd, struct plugin_queue *queue,
+                                 struct tether_error *err);
+
+/* Flags of every event the backend creates. */
+#define CUDA_EVENT_FLAGS (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING)
 
 /* cuda_jit.c: plugin_ops.jit (PTX from LLVM -> cubin through the driver's linker). */
 extern const struct plugin_jit_ops cuda_jit_ops;

@@ -317,6 +317,8 @@ static void host_queue_destroy(struct plugin_device *dev, struct plugin_queue *q
     free(queue);
 }
 
+/* Nothing to wait for (the work ran when it was enqueued), so no plugin_wait(): TETHER_WAIT does
+ * not apply to this backend. */
 static tether_status_t host_queue_sync(struct plugin_device *dev, struct plugin_queue *queue,
                                        struct tether_error *err)
 {

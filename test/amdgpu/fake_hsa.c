@@ -13,6 +13,8 @@
  *   FAKE_HSA_ASYNC  1: copies run on a worker thread, later and in any order their dependencies
  *                   allow, so missing dependencies show up as wrong data (otherwise a copy
  *                   runs at once when its dependencies are complete, else as soon as they are)
+ *   FAKE_HSA_KERNEL_US  how long a kernel dispatch "runs", microseconds (default 0): the packet
+ *                   processor completes its signal that long after it read the packet
  *   FAKE_HSA_FAIL   "name:n,...": the n-th call (1-based) of HSA function `name` fails;
  *                   "kernel_fault:n": the n-th kernel dispatch faults (a queue error,
  *                   HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION, as a bad address gives)
@@ -134,6 +136,7 @@ static int fake_num_gpus;
 static char fake_isa[96];
 static uint32_t fake_wave = 64;
 static bool fake_async;
+static unsigned long fake_kernel_us;  /* FAKE_HSA_KERNEL_US */
 static struct fake_copy *fake_copies; /* async mode: not yet run */
 static pthread_t fake_copy_thread;
 static bool fake_copy_thread_up, fake_copy_stop;
@@ -221,6 +224,7 @@ static void fake_config(void)
     const char *wave = getenv("FAKE_HSA_WAVE");
     const char *async = getenv("FAKE_HSA_ASYNC");
     const char *fail = getenv("FAKE_HSA_FAIL");
+    const char *kernel_us = getenv("FAKE_HSA_KERNEL_US");
 
     fake_mode_gpu = !(mode != NULL && strcmp(mode, "cpu") == 0);
     fake_num_gpus = fake_mode_gpu ? (gpus != NULL ? atoi(gpus) : 1) : 0;
@@ -230,6 +234,7 @@ static void fake_config(void)
              isa != NULL ? isa : "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
     fake_wave = wave != NULL ? (uint32_t)atoi(wave) : 64;
     fake_async = async != NULL && strcmp(async, "1") == 0;
+    fake_kernel_us = kernel_us != NULL ? strtoul(kernel_us, NULL, 10) : 0;
     if (fail != NULL) {
         char buf[512], *save = NULL;
 
@@ -785,6 +790,9 @@ FAKE_EXPORT hsa_signal_value_t hsa_signal_wait_scacquire(hsa_signal_t signal,
     /* timeout_hint is in timestamp ticks (1 GHz here); wait at most that long, at most 1 s */
     fake_deadline(&until, timeout_hint < 1000000000ull ? (long)timeout_hint : 1000000000L);
     pthread_mutex_lock(&fake_lock_mu);
+    fake_stats_now.signal_waits++;
+    if (!fake_condition(hsa_signal_load_scacquire(signal), condition, compare_value))
+        fake_stats_now.signal_waits_slept++;
     while (!fake_condition(v = hsa_signal_load_scacquire(signal), condition, compare_value)) {
         if (pthread_cond_timedwait(&fake_cond, &fake_lock_mu, &until) != 0)
             break;
@@ -1230,6 +1238,13 @@ static void *fake_queue_thread(void *arg)
                 st = (hsa_status_t)HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION;
             else
                 st = fake_dispatch(fq, &p);
+            if (st == HSA_STATUS_SUCCESS && fake_kernel_us > 0) {
+                struct timespec run = {.tv_sec = (time_t)(fake_kernel_us / 1000000),
+                                       .tv_nsec = (long)(fake_kernel_us % 1000000) * 1000};
+
+                while (nanosleep(&run, &run) != 0) {
+                }
+            }
             if (st == HSA_STATUS_SUCCESS)
                 fake_signal_decrement(p.completion_signal);
         } else {

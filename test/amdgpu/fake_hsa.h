@@ -15,6 +15,9 @@ struct fake_stats {
     long copies, dispatches, barriers;
     long misuse;            /* calls the plugin should never make (each also printed) */
     long injected_failures; /* FAKE_HSA_FAIL / fake_hsa_set_fail hits */
+    /* hsa_signal_wait_scacquire calls, and those of them that found the condition unmet and
+     * waited (in HSA_WAIT_STATE_BLOCKED: slept) */
+    long signal_waits, signal_waits_slept;
 };
 
 /* The last kernel dispatch the fake packet processor ran. */

@@ -14,12 +14,17 @@
  *   threads RAW        4 threads, each its own queue, submit/launch/retrieve/sync in a loop
  *   knobs              fake GPU: LLVM's names of the AMDGPU knobs (HSA queues, their size, teams
  *                      per compute unit), tether's name winning, bad values warned about once
+ *   waits MODE RAW     fake GPU whose kernels run FAKE_HSA_KERNEL_US, TETHER_WAIT=MODE: a
+ *                      synchronous launch is waited for by polling, then one runtime wait that
+ *                      sleeps (adaptive, block), using well under half the kernel's time in CPU;
+ *                      or by polling only, never a runtime wait (spin)
  *
  * RAW is raw_v5.co (kernel tether_raw, which the fake emulates), OMP omp_gfx90a.co.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -643,6 +648,64 @@ static int mode_threads(const char *raw_path)
     return 0;
 }
 
+/* ---- waits ------------------------------------------------------------------------------ */
+
+/* CPU time of the whole process so far (every thread), microseconds. */
+static long long cpu_us(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec +
+           ru.ru_stime.tv_usec;
+}
+
+static int mode_waits(const char *mode, const char *raw_path)
+{
+    struct plugin *plugin = NULL;
+    struct plugin_device *dev = NULL;
+    struct tether_error err = {{0}};
+    struct tgt_target_table *table;
+    struct image raw;
+    const char *env = getenv("FAKE_HSA_KERNEL_US");
+    long long kernel_us = env != NULL ? atoll(env) : 0;
+    bool spin = strcmp(mode, "spin") == 0;
+    long slept = 0;
+
+    REQUIRE(kernel_us >= 50000);
+    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
+    bind_fake();
+    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
+    image_read(&raw, raw_path);
+    image_add(&raw, "tether_raw", 0);
+    REQUIRE_RC(plugin_image_load(dev, &raw.tgt, &table, &err), TETHER_OK);
+    /* Until a wait sleeps (it needs the first poll before the kernel's end, right after the
+     * launch on the same thread): up to three launches; spin once. */
+    for (int i = 0; i < (spin ? 1 : 3) && slept == 0; i++) {
+        struct fake_stats s0 = stats(), s1;
+        long long cpu = cpu_us();
+
+        check_raw_launch(dev, table, NULL, 1, 64, 7 + i);
+        cpu = cpu_us() - cpu;
+        s1 = stats();
+        printf("waits (%s): a %lld ms kernel: %ld runtime waits (%ld slept), %.1f ms of CPU time\n",
+               mode, kernel_us / 1000, s1.signal_waits - s0.signal_waits,
+               s1.signal_waits_slept - s0.signal_waits_slept, (double)cpu / 1000);
+        if (spin) {
+            CHECK_EQ(s1.signal_waits - s0.signal_waits, 0);
+        } else {
+            /* a thread asleep accrues no CPU time, however loaded the machine */
+            CHECK(cpu < kernel_us / 2);
+            slept = s1.signal_waits_slept - s0.signal_waits_slept;
+        }
+    }
+    if (!spin)
+        CHECK(slept >= 1);
+    plugin_destroy(plugin);
+    free(raw.bytes);
+    return 0;
+}
+
 /* The knobs, under LLVM's names and tether's, with good and bad values (common's rule: a bad
  * value gives the default and one warning). */
 static char knobs_errs[4096]; /* what the last knobs_device printed on stderr */
@@ -799,13 +862,15 @@ int main(int argc, char **argv)
         return amdgpu_test_end(argv[1], mode_faults(argv[2]));
     if (argc == 3 && strcmp(argv[1], "threads") == 0)
         return amdgpu_test_end(argv[1], mode_threads(argv[2]));
+    if (argc == 4 && strcmp(argv[1], "waits") == 0)
+        return amdgpu_test_end(argv[1], mode_waits(argv[2], argv[3]));
     if (argc == 2 && strcmp(argv[1], "knobs") == 0)
         return amdgpu_test_end(argv[1], mode_knobs());
     if (argc == 2 && strcmp(argv[1], "stage") == 0)
         return amdgpu_test_end(argv[1], mode_stage());
     fprintf(stderr,
             "usage: %s nodevice MSG | refuse MSG | initfail | system | wave32 OMP90A OMP1030 | "
-            "gpu RAW OMP | faults RAW | threads RAW | knobs | stage\n",
+            "gpu RAW OMP | faults RAW | threads RAW | waits MODE RAW | knobs | stage\n",
             argv[0]);
     return 2;
 }

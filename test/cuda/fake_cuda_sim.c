@@ -2,9 +2,9 @@
  * fake_cuda_sim.c - a libcuda.so.1 that simulates GPUs in host memory (one unless
  * FAKE_CUDA_SIM_DEVICES says more), so that tether's CUDA plugin can be driven through Debian's
  * libomptarget on a machine without a GPU (test_plugin_sim.c).  Device memory is malloc'ed, copies
- * are memcpy, streams complete work at once, modules load any ELF, and kernel launches are only
- * counted: no device code runs. Registration follows the real driver's rules that the plugin relies
- * on: registering an address inside a registered range ->
+ * are memcpy, streams complete work at once (kernels after FAKE_CUDA_SIM_KERNEL_US), modules load
+ * any ELF, and kernel launches are only counted: no device code runs. Registration follows the real
+ * driver's rules that the plugin relies on: registering an address inside a registered range ->
  * CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, unregistering anything but a base ->
  * CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED.
  *
@@ -26,8 +26,16 @@
  *   FAKE_CUDA_SIM_PARAMS  the parameter count cuFuncGetParamInfo reports for every kernel
  *                         (unset: the entry point answers CUDA_ERROR_NOT_SUPPORTED)
  *   FAKE_CUDA_SIM_PAGEABLE  1: the GPU reaches pageable host memory (HMM); else it does not
- *   FAKE_CUDA_SIM_FAULT   1: cuStreamSynchronize after a launch fails with
- *                         CUDA_ERROR_ILLEGAL_ADDRESS (a kernel's bad address)
+ *   FAKE_CUDA_SIM_FAULT   1: after a launch, every look at a stream's or event's completion
+ *                         (cuStreamSynchronize/Query, cuEventSynchronize/Query) fails with
+ *                         CUDA_ERROR_ILLEGAL_ADDRESS (a kernel's bad address; sticky, as in CUDA)
+ *   FAKE_CUDA_SIM_KERNEL_US  how long a kernel "runs", microseconds (read at each launch;
+ *                         default 0): its stream's work completes that long after the launch (or
+ *                         after the stream's earlier kernels), so cuStreamQuery and cuEventQuery
+ *                         answer CUDA_ERROR_NOT_READY until then; cuEventSynchronize sleeps until
+ *                         then for an event created CU_EVENT_BLOCKING_SYNC and spins otherwise,
+ *                         cuStreamSynchronize sleeps under a CU_CTX_SCHED_BLOCKING_SYNC primary
+ *                         context and spins otherwise (as the real driver does with spare cores)
  *   FAKE_CUDA_SIM_PCI     the GPU's PCI address, "dddd:bb:dd.f" (the function is not reported:
  *                         CUDA has no attribute for it); "none", or anything else that is not
  *                         such an address: the PCI attributes fail with CUDA_ERROR_INVALID_VALUE;
@@ -42,10 +50,14 @@
  * (the device environment is optional).
  */
 #include <elf.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_driver.h"
 #include "fake_cuda_sim.h"
@@ -58,6 +70,14 @@ __attribute__((visibility("default"))) struct fake_cuda_sim_stats fake_cuda_sim_
 #define MAX_REGISTERED 64
 
 static pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define COUNT(field)                                                                               \
+    do {                                                                                           \
+        pthread_mutex_lock(&sim_lock);                                                             \
+        fake_cuda_sim_stats.field++;                                                               \
+        pthread_mutex_unlock(&sim_lock);                                                           \
+    } while (0)
+
 static struct {
     char *base;
     size_t size;
@@ -86,13 +106,69 @@ static struct CUctx_st {
 } sim_ctx[SIM_MAX_DEVICES];
 static _Thread_local CUcontext sim_current; /* the calling thread's current context */
 
-/* Streams and events remember their device. */
+/* Streams and events remember their device, and when their work completes (sim_now()). */
 struct CUstream_st {
     int device;
+    _Atomic uint64_t done_at;
 };
 struct CUevent_st {
     int device;
+    unsigned int flags;
+    _Atomic uint64_t done_at;
 };
+
+/* The clock of simulated work: CLOCK_MONOTONIC in nanoseconds. */
+static uint64_t sim_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Wait until sim_now() reaches `until`: asleep (a blocking synchronisation: no CPU time), or
+ * spinning.  Counted in `slept` or `spun` when there was anything to wait for. */
+static void sim_wait_until(uint64_t until, int sleep)
+{
+    struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+                          .tv_nsec = (long)(until % 1000000000u)};
+
+    if (sim_now() >= until) {
+        return;
+    }
+    if (sleep) {
+        COUNT(slept);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        }
+    } else {
+        COUNT(spun);
+        while (sim_now() < until) {
+        }
+    }
+}
+
+/* FAKE_CUDA_SIM_FAULT=1 and a kernel launched: the sticky error of a kernel's bad address. */
+static CUresult sim_fault(void)
+{
+    const char *fault = getenv("FAKE_CUDA_SIM_FAULT");
+    int launched;
+
+    pthread_mutex_lock(&sim_lock);
+    launched = fake_cuda_sim_stats.launches;
+    pthread_mutex_unlock(&sim_lock);
+    return fault != NULL && strcmp(fault, "1") == 0 && launched > 0 ? CUDA_ERROR_ILLEGAL_ADDRESS
+                                                                    : CUDA_SUCCESS;
+}
+
+/* A query's answer for work completing at done_at. */
+static CUresult sim_query(uint64_t done_at)
+{
+    if (sim_now() < done_at) {
+        COUNT(not_ready);
+        return CUDA_ERROR_NOT_READY;
+    }
+    return sim_fault();
+}
 
 static int sim_devices(void)
 {
@@ -165,13 +241,6 @@ static int sim_untrack(void *base)
     pthread_mutex_unlock(&sim_lock);
     return device;
 }
-
-#define COUNT(field)                                                                               \
-    do {                                                                                           \
-        pthread_mutex_lock(&sim_lock);                                                             \
-        fake_cuda_sim_stats.field++;                                                               \
-        pthread_mutex_unlock(&sim_lock);                                                           \
-    } while (0)
 
 CUresult cuInit(unsigned int flags)
 {
@@ -407,6 +476,7 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     (*stream)->device = dev;
+    atomic_init(&(*stream)->done_at, 0);
     COUNT(streams_created);
     DEVICE_ADD(dev, streams_created, 1);
     DEVICE_ADD(dev, streams_live, 1);
@@ -422,29 +492,22 @@ CUresult cuStreamDestroy_v2(CUstream stream)
     return CUDA_SUCCESS;
 }
 
-/* FAKE_CUDA_SIM_FAULT=1: a stream synchronised after a launch reports the fault a kernel's bad
- * address gives. */
+/* Waits until the stream's work is done: asleep under a blocking-sync primary context, spinning
+ * otherwise (the real driver's CU_CTX_SCHED_AUTO with spare cores). */
 CUresult cuStreamSynchronize(CUstream stream)
 {
-    const char *fault = getenv("FAKE_CUDA_SIM_FAULT");
-    int launched;
-
     COUNT(calls);
     COUNT(stream_syncs);
-    pthread_mutex_lock(&sim_lock);
-    launched = fake_cuda_sim_stats.launches;
-    pthread_mutex_unlock(&sim_lock);
-    if (fault != NULL && strcmp(fault, "1") == 0 && launched > 0) {
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
-    }
-    return CUDA_SUCCESS;
+    sim_wait_until(atomic_load(&stream->done_at),
+                   (fake_cuda_sim_stats.primary_flags & CU_CTX_SCHED_BLOCKING_SYNC) != 0);
+    return sim_fault();
 }
 
 CUresult cuStreamQuery(CUstream stream)
 {
     COUNT(calls);
     COUNT(stream_queries);
-    return CUDA_SUCCESS;
+    return sim_query(atomic_load(&stream->done_at));
 }
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
@@ -467,6 +530,8 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags)
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     (*event)->device = dev;
+    (*event)->flags = flags;
+    atomic_init(&(*event)->done_at, 0);
     COUNT(events_created);
     DEVICE_ADD(dev, events_created, 1);
     DEVICE_ADD(dev, events_live, 1);
@@ -482,18 +547,32 @@ CUresult cuEventDestroy_v2(CUevent event)
     return CUDA_SUCCESS;
 }
 
+/* The event completes with the work enqueued on the stream so far. */
 CUresult cuEventRecord(CUevent event, CUstream stream)
 {
     COUNT(calls);
     COUNT(event_records);
+    atomic_store(&event->done_at, atomic_load(&stream->done_at));
     return CUDA_SUCCESS;
 }
 
+CUresult cuEventQuery(CUevent event)
+{
+    COUNT(calls);
+    COUNT(event_queries);
+    return sim_query(atomic_load(&event->done_at));
+}
+
+/* As the real driver: a thread waiting for a CU_EVENT_BLOCKING_SYNC event sleeps, whatever the
+ * context's scheduling flags; for any other event it follows them (here: spins). */
 CUresult cuEventSynchronize(CUevent event)
 {
     COUNT(calls);
     COUNT(event_syncs);
-    return CUDA_SUCCESS;
+    sim_wait_until(atomic_load(&event->done_at),
+                   (event->flags & CU_EVENT_BLOCKING_SYNC) != 0 ||
+                       (fake_cuda_sim_stats.primary_flags & CU_CTX_SCHED_BLOCKING_SYNC) != 0);
+    return sim_fault();
 }
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
@@ -874,6 +953,15 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int grid_x, unsigned int grid_
 
     if (dev < 0) {
         return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    /* FAKE_CUDA_SIM_KERNEL_US: the stream's work completes that long after the launch, or after
+     * the stream's earlier work if that ends later (in order). */
+    {
+        const char *env = getenv("FAKE_CUDA_SIM_KERNEL_US");
+        uint64_t run = env != NULL ? strtoull(env, NULL, 10) * 1000u : 0, now = sim_now();
+        uint64_t start = atomic_load(&stream->done_at);
+
+        atomic_store(&stream->done_at, (start > now ? start : now) + run);
     }
     pthread_mutex_lock(&sim_lock);
     fake_cuda_sim_devices[dev].launches++;

@@ -19,6 +19,10 @@ struct fake_cuda_sim_stats {
     /* calls of every entry point fake_cuda_sim.c defines, and of some of them by name */
     int calls, stream_syncs, stream_queries, stream_waits, event_records, event_syncs;
     int pointer_queries;
+    /* FAKE_CUDA_SIM_KERNEL_US: cuEventQuery calls; answers CUDA_ERROR_NOT_READY of cuStreamQuery
+     * and cuEventQuery (work still running); synchronisations that found work running and slept
+     * (cuEventSynchronize of a CU_EVENT_BLOCKING_SYNC event), or spun (any other) */
+    int event_queries, not_ready, slept, spun;
 };
 
 #endif /* TETHER_TEST_FAKE_CUDA_SIM_H */

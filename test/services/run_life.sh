@@ -9,7 +9,8 @@
 # whose libcuda.so.1 is in $SIM_DIR (test/cuda/fake_cuda_sim.c).
 #
 # Each run is bounded by `timeout` as a hang guard (generous: a hang is the failure these cases
-# catch, and the message says so); exit-busy runs RUNS times, since its failure was a race.
+# catch, and the message says so); exit-busy and exit-nowait run RUNS times, since their
+# failures were races.
 set -euo pipefail
 case_=$1
 bin=$2
@@ -109,6 +110,21 @@ exit-busy)
     no_stderr
   done
   echo "exit(0) while 4 threads print from target regions: $RUNS runs, status 0, every line"
+  ;;
+exit-nowait)
+  want=("main exits")
+  for w in 0 1; do
+    want+=("n$w inside")
+    for k in $(seq 0 1999); do want+=("n$w line $k"); done
+  done
+  for i in $(seq "$RUNS"); do
+    run exit-nowait
+    [ $rc = 0 ] || fail "run $i: exit status $rc: $(head -c 500 "$work/err.txt")"
+    expect_lines "$work/out.txt" "${want[@]}"
+    sed -i '/^tether (x86_64): exit waits for [0-9]* call(s) of other threads/d' "$work/err.txt"
+    no_stderr
+  done
+  echo "exit(0) while 2 nowait regions print: $RUNS runs, status 0, every line, no hang"
   ;;
 big)
   run big

@@ -11,6 +11,7 @@
  *   offload_life handler-exit  exit(3) inside a user handler
  *   offload_life handler-launch  a user handler starts a target region (refused)
  *   offload_life exit-busy     exit(0) while 4 threads are inside regions that still print
+ *   offload_life exit-nowait   exit(0) while 2 `nowait` regions still print
  *   offload_life big           printf/fwrite/puts/fputs over 64 MiB fail as libc's do
  *
  * Child processes end with _exit after fflush: libomp 16 hangs in exit() in a fork child of a
@@ -310,6 +311,29 @@ static int case_exit_busy(void)
     exit(0);
 }
 
+/* Two `nowait` regions (run by libomp's hidden helper threads) inside their kernels when main
+ * exits: libomp's destructor waits for those threads, so the plugin must let their regions end. */
+static int case_exit_nowait(void)
+{
+    atomic_int *f = flags;
+    for (int i = 0; i < 2; i++) {
+#pragma omp target nowait is_device_ptr(f) firstprivate(i)
+        {
+            printf("n%d inside\n", i);
+            atomic_fetch_add(&f[0], 1);
+            while (atomic_load(&f[1]) == 0)
+                ;
+            for (int k = 0; k < BUSY_LINES; k++)
+                printf("n%d line %d\n", i, k);
+        }
+    }
+    while (atomic_load(&flags[0]) < 2)
+        ;
+    printf("main exits\n");
+    atomic_store(&flags[1], 1);
+    exit(0);
+}
+
 static int case_big(void)
 {
     /* fwrite's message is its header and the bytes: `fit` bytes fit exactly, one more does not
@@ -339,8 +363,8 @@ static int case_big(void)
     fprintf(stderr, "printf %d puts %d fputs %d fwrite %ld small printf %d fwrite %ld puts %d\n",
             r[0], r[1], r[2], w[0], r[3], w[1], r[4]);
     free(s);
-    return r[0] >= 0 || r[1] != EOF || r[2] != EOF || w[0] != 0 || r[3] != 19 ||
-           w[1] != 1l << 20 || r[4] < 0;
+    return r[0] >= 0 || r[1] != EOF || r[2] != EOF || w[0] != 0 || r[3] != 19 || w[1] != 1l << 20 ||
+           r[4] < 0;
 }
 
 int main(int argc, char **argv)
@@ -361,9 +385,11 @@ int main(int argc, char **argv)
         return case_handler_launch();
     if (strcmp(c, "exit-busy") == 0)
         return case_exit_busy();
+    if (strcmp(c, "exit-nowait") == 0)
+        return case_exit_nowait();
     if (strcmp(c, "big") == 0)
         return case_big();
     fprintf(stderr, "usage: offload_life fork|fork-region|fork-call|fork-handler|handler-exit|"
-                    "handler-launch|exit-busy|big\n");
+                    "handler-launch|exit-busy|exit-nowait|big\n");
     return 2;
 }

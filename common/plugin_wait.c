@@ -1,0 +1,111 @@
+/*
+ * common/plugin_wait.c - poll, then sleep: the one waiting policy of every backend
+ * (plugin_wait.h has the policy in words).
+ */
+#include "plugin_wait.h"
+
+#include <time.h>
+
+#include "plugin.h"
+
+/* Weight of the newest wait in the running figures: 1/8 (the last ~8 waits count). */
+#define WAIT_AVG_SHIFT 3
+/* The window is PLUGIN_WAIT_MIN_NS once more than this share of recent waits were long. */
+#define WAIT_LONG_MOSTLY (PLUGIN_WAIT_SHARE_ONE * 3 / 4)
+
+static inline void wait_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+uint64_t plugin_wait_clock(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void plugin_wait_init(struct plugin_wait *w)
+{
+    static const char *const modes[] = {"adaptive", "spin", "block", NULL};
+
+    w->mode = (enum plugin_wait_mode)plugin_env_choice("TETHER_WAIT", modes, PLUGIN_WAIT_ADAPTIVE);
+    w->clock = plugin_wait_clock;
+    atomic_init(&w->typical_ns, PLUGIN_WAIT_MAX_NS / 2);
+    atomic_init(&w->long_share, 0);
+}
+
+uint64_t plugin_wait_window(const struct plugin_wait *w)
+{
+    uint64_t window = 2 * atomic_load_explicit(&w->typical_ns, memory_order_relaxed);
+
+    if (atomic_load_explicit(&w->long_share, memory_order_relaxed) > WAIT_LONG_MOSTLY ||
+        window < PLUGIN_WAIT_MIN_NS) {
+        return PLUGIN_WAIT_MIN_NS;
+    }
+    return window > PLUGIN_WAIT_MAX_NS ? PLUGIN_WAIT_MAX_NS : window;
+}
+
+void plugin_wait_record(struct plugin_wait *w, uint64_t ns)
+{
+    bool is_long = ns > PLUGIN_WAIT_MAX_NS;
+    uint32_t share = atomic_load_explicit(&w->long_share, memory_order_relaxed);
+
+    share =
+        share - (share >> WAIT_AVG_SHIFT) + (is_long ? PLUGIN_WAIT_SHARE_ONE >> WAIT_AVG_SHIFT : 0);
+    atomic_store_explicit(&w->long_share, share, memory_order_relaxed);
+    if (!is_long) {
+        int64_t typical = (int64_t)atomic_load_explicit(&w->typical_ns, memory_order_relaxed);
+
+        typical += ((int64_t)ns - typical) / (1 << WAIT_AVG_SHIFT);
+        atomic_store_explicit(&w->typical_ns, (uint64_t)typical, memory_order_relaxed);
+    }
+}
+
+tether_status_t plugin_wait(struct plugin_wait *w, plugin_wait_poll_t poll,
+                            plugin_wait_block_t block, void *ctx, struct tether_error *err)
+{
+    bool done = false;
+    tether_status_t rc = poll(ctx, &done, err);
+    uint64_t start, now, window;
+
+    if (rc != TETHER_OK || done) {
+        return rc; /* done at once: no wait to learn from */
+    }
+    switch (w->mode) {
+    case PLUGIN_WAIT_BLOCK:
+        return block(ctx, err);
+    case PLUGIN_WAIT_SPIN:
+        do {
+            wait_relax();
+            rc = poll(ctx, &done, err);
+        } while (rc == TETHER_OK && !done);
+        return rc;
+    case PLUGIN_WAIT_ADAPTIVE:
+        break;
+    }
+    start = w->clock();
+    window = plugin_wait_window(w);
+    do {
+        wait_relax();
+        rc = poll(ctx, &done, err);
+        now = w->clock();
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+        if (done) {
+            plugin_wait_record(w, now - start);
+            return TETHER_OK;
+        }
+    } while (now - start < window);
+    rc = block(ctx, err);
+    if (rc == TETHER_OK) {
+        plugin_wait_record(w, w->clock() - start);
+    }
+    return rc;
+}

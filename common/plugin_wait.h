@@ -1,0 +1,88 @@
+/*
+ * common/plugin_wait.h - how a backend waits for its device: poll for a while, then sleep.
+ *
+ * Role: every wait of a backend for work on its device (queue_sync, event_sync, a copy that must
+ * wait for its stream) is one call of plugin_wait() with two primitives of the backend's own:
+ * `poll` (never blocks: is the work done?) and `block` (sleeps in the driver until it is done:
+ * CUDA, a blocking-sync event; HSA, a signal wait in HSA_WAIT_STATE_BLOCKED).  The policy is here
+ * only, with its state in one `struct plugin_wait` per device, which the backend embeds in its
+ * device and sets up with plugin_wait_init().  TETHER_WAIT picks it:
+ *
+ *   spin      poll until done: the lowest latency, a host core busy for the whole wait.
+ *   block     poll once, then block: no CPU, but the driver's wake-up time on every wait.
+ *   adaptive  (default) poll for a window, then block.  The window is twice the device's running
+ *             estimate of how long its waits take (`typical`: an average over the last ~8 waits
+ *             that ended within PLUGIN_WAIT_MAX_NS), clamped to [PLUGIN_WAIT_MIN_NS,
+ *             PLUGIN_WAIT_MAX_NS]; when most recent waits (`long_share` > 3/4) outlasted
+ *             PLUGIN_WAIT_MAX_NS, the window is PLUGIN_WAIT_MIN_NS.  So waits that repeat and end
+ *             within the maximum (an empty target region, a 1 ms kernel) are caught by polling,
+ *             at spin's latency, and a long wait costs at most the window in CPU time, then
+ *             sleeps.  Work found done at the first poll teaches nothing (there was no wait).
+ *
+ * Thread safety: plugin_wait() may run on any number of threads at once for one device; the
+ * estimate is updated with relaxed atomics (a lost update only delays learning).  mode and clock
+ * are written by plugin_wait_init() (and by tests) before the device is shared.
+ */
+#ifndef TETHER_COMMON_PLUGIN_WAIT_H
+#define TETHER_COMMON_PLUGIN_WAIT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tether/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* TETHER_WAIT's choices, in the order of its words "adaptive", "spin", "block". */
+enum plugin_wait_mode {
+    PLUGIN_WAIT_ADAPTIVE = 0,
+    PLUGIN_WAIT_SPIN = 1,
+    PLUGIN_WAIT_BLOCK = 2,
+};
+
+#define PLUGIN_WAIT_MIN_NS 20000ull   /* the shortest window: 20 us */
+#define PLUGIN_WAIT_MAX_NS 2000000ull /* the longest window: 2 ms */
+#define PLUGIN_WAIT_SHARE_ONE 1024u   /* long_share of 1: every recent wait was long */
+
+/* One device's waiting policy and what it learnt. */
+struct plugin_wait {
+    enum plugin_wait_mode mode;
+    uint64_t (*clock)(void);     /* nanoseconds, monotonic: plugin_wait_clock() unless a test's */
+    _Atomic uint64_t typical_ns; /* running average of waits that ended within the maximum */
+    _Atomic uint32_t long_share; /* running share of waits that did not, in 1/SHARE_ONE */
+};
+
+/* Is the work done?  Never blocks.  *done_p is written on success; a failure of the work (or of
+ * the driver) is returned as an error status with err set. */
+typedef tether_status_t (*plugin_wait_poll_t)(void *ctx, bool *done_p, struct tether_error *err);
+/* Sleep until the work is done (in the driver, so the thread uses no CPU); return its status. */
+typedef tether_status_t (*plugin_wait_block_t)(void *ctx, struct tether_error *err);
+
+/* Set w up: mode from TETHER_WAIT (a bad value: one warning, adaptive), the monotonic clock, a
+ * fresh estimate whose first window is the maximum (a program's first kernels are polled for
+ * as long as any). */
+void plugin_wait_init(struct plugin_wait *w);
+
+/* The monotonic clock in nanoseconds. */
+uint64_t plugin_wait_clock(void);
+
+/* How long an adaptive wait polls before it blocks, from what w has learnt, in nanoseconds:
+ * within [PLUGIN_WAIT_MIN_NS, PLUGIN_WAIT_MAX_NS]. */
+uint64_t plugin_wait_window(const struct plugin_wait *w);
+
+/* Learn from one wait that took `ns` (from its first unsuccessful poll until done). */
+void plugin_wait_record(struct plugin_wait *w, uint64_t ns);
+
+/* Wait for the work poll/block look at, as w->mode says (see the top).  Returns TETHER_OK when
+ * it is done, or the first error of poll or block (err set by them).  ctx goes to both. */
+tether_status_t plugin_wait(struct plugin_wait *w, plugin_wait_poll_t poll,
+                            plugin_wait_block_t block, void *ctx, struct tether_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TETHER_COMMON_PLUGIN_WAIT_H */

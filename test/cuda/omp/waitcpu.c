@@ -1,0 +1,149 @@
+/*
+ * waitcpu.c - OpenMP: what waiting for the GPU costs the host, in CPU time and in latency.
+ *
+ *   wait_cpu_2s     host CPU time of the whole process (every thread's utime + stime, from
+ *                   /proc/self/task/(tid)/stat) during one target region whose kernel runs 2 s, in
+ *                   % of one core
+ *   wait_2s_region  that region's time, s (the kernel's 2 s and the launch)
+ *   wait_empty      an empty target region, us: the median of 11 batches of 2000
+ *   wait_50us, wait_100us, wait_1ms
+ *                   a region whose kernel runs 50 us, 100 us, 1 ms, us: the median of 301, 301,
+ *                   101 regions, each timed alone, after 50 to learn from
+ *
+ * A kernel's time is the device's own: one thread reads the GPU's global nanosecond timer
+ * (%globaltimer) until the time has passed, so the optimiser cannot shorten it.  Nothing is mapped
+ * (the duration goes in firstprivate): each region is a launch and the wait for it.
+ * scripts/device-run.sh (step `wait`) runs it under LLVM 16's plugin and under tether's with
+ * TETHER_WAIT=spin and =adaptive.
+ */
+#include <dirent.h>
+
+#include "omp_common.h"
+
+#pragma omp declare target
+static unsigned long long wait_device_ns(void)
+{
+    unsigned long long t;
+#if defined(__NVPTX__)
+    __asm__ __volatile__("mov.u64 %0, %%globaltimer;" : "=l"(t));
+#else
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    t = (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+#endif
+    return t;
+}
+#pragma omp end declare target
+
+/* One target region whose kernel runs `ns` nanoseconds of device time. */
+static void busy_region(unsigned long long ns)
+{
+#pragma omp target firstprivate(ns)
+    {
+        unsigned long long t0 = wait_device_ns();
+
+        while (wait_device_ns() - t0 < ns) {
+        }
+    }
+}
+
+/* CPU time of every thread of the process, seconds. */
+static double process_cpu_s(void)
+{
+    static long ticks;
+    unsigned long long total = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+
+    if (ticks == 0)
+        ticks = sysconf(_SC_CLK_TCK);
+    if (d == NULL) {
+        perror("waitcpu: /proc/self/task");
+        exit(1);
+    }
+    while ((e = readdir(d)) != NULL) {
+        char path[300], line[1024], *p;
+        unsigned long long utime, stime;
+        FILE *f;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+        f = fopen(path, "r");
+        if (f == NULL)
+            continue; /* the thread ended meanwhile */
+        p = fgets(line, sizeof(line), f) != NULL ? strrchr(line, ')') : NULL;
+        fclose(f);
+        /* after "(comm)": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
+         * cmajflt utime stime (fields 3 to 15 of proc(5)) */
+        if (p != NULL && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                                &utime, &stime) == 2)
+            total += utime + stime;
+    }
+    closedir(d);
+    return (double)total / (double)ticks;
+}
+
+/* Median time of `n` regions of `ns` each, timed alone, after `warm` untimed ones, us. */
+static double region_median_us(unsigned long long ns, int warm, int n)
+{
+    double *t = malloc((size_t)n * sizeof(*t));
+    double median;
+
+    if (t == NULL)
+        exit(1);
+    for (int i = 0; i < warm; i++)
+        busy_region(ns);
+    for (int i = 0; i < n; i++) {
+        double t0 = bench_now_us();
+
+        busy_region(ns);
+        t[i] = bench_now_us() - t0;
+    }
+    median = bench_median(t, n);
+    free(t);
+    return median;
+}
+
+int main(void)
+{
+    enum { BATCHES = 11, PER_BATCH = 2000 };
+    double batch_us[BATCHES], cpu0, t0, cpu, wall;
+
+    omp_bench_require_gpu("waitcpu");
+    busy_region(1000); /* the kernel's first launch */
+
+    /* (a) a 2 s kernel: what the waiting thread costs */
+    cpu0 = process_cpu_s();
+    t0 = bench_now_us();
+    busy_region(2000000000ull);
+    wall = (bench_now_us() - t0) / 1e6;
+    cpu = process_cpu_s() - cpu0;
+    bench_fig("wait_cpu_2s", 100.0 * cpu / wall, "%");
+    bench_fig("wait_2s_region", wall, "s");
+
+    /* (b) empty regions, as launch.c measures them */
+    for (int i = 0; i < 1000; i++) {
+#pragma omp target
+        {
+        }
+    }
+    for (int b = 0; b < BATCHES; b++) {
+        double b0 = bench_now_us();
+
+        for (int i = 0; i < PER_BATCH; i++) {
+#pragma omp target
+            {
+            }
+        }
+        batch_us[b] = (bench_now_us() - b0) / PER_BATCH;
+    }
+    bench_fig("wait_empty", bench_median(batch_us, BATCHES), "us");
+
+    /* (c) kernels that repeat */
+    bench_fig("wait_50us", region_median_us(50000, 50, 301), "us");
+    bench_fig("wait_100us", region_median_us(100000, 50, 301), "us");
+    bench_fig("wait_1ms", region_median_us(1000000, 50, 101), "us");
+    return 0;
+}
