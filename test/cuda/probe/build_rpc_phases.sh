@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build_rpc_phases.sh OUT - builds rpc_phases (rpc_phases.c + rpc_phases_lib.c) for sm_90;
-# RPC_PHASES_FLAGS: more compiler flags (e.g. -DDEV_WAIT_UP=16 for a variant of the library).
+# RPC_PHASES_FLAGS: more compiler flags.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 flags=(-O2 -fopenmp -fopenmp-cuda-mode -fopenmp-targets=nvptx64-nvidia-cuda
