@@ -120,34 +120,11 @@
  *      loads of the words after W2, its relaxed zero stores before its flip.
  *   L1 Lock: RMW fetch_or with acquire on the side's lock word (server: a
  *      bitmap; client: the port's state word); unlock: fetch_and (server) or
- *      a store of the next state (client) with release (but see L3).  A new
+ *      a store of the next state (client) with release.  A new
  *      holder thereby sees the previous holder's flips and so computes the
  *      port's outbox bit correctly.
  *   L2 Open re-checks ownership (W1 + W2) after L1: another agent of the same
  *      side may have served and closed the port between scan and lock.
- *   L3 Unfenced closes.  A client caller may name itself with a key
- *      (rpc_client_try_open_keyed): a non-zero value that no other caller able
- *      to open the port at the same time uses.  A keyed caller that read no
- *      buffers since its last fenced flip unlocks with a relaxed store that
- *      records UNFENCED and its key; every other close is L1's release (on a
- *      GPU the release is a MEMBAR.GPU, ~0.24 us, a tenth of a round trip).
- *      The next opener with the same key is the same caller: program order
- *      gives it what L1 would.  Any other opener ignores "known" on such a word
- *      and opens as after a send (W1 + W2 on the server's flag): its acquire
- *      pairs with the server's last flip, which the server makes after it read
- *      the previous caller's request and after its own last access to the
- *      header, request words and buffers, so all of those happen before this
- *      opener's accesses.  What the PTX model no longer bounds is how old the
- *      flag value that opener reads may be: a value two flips old would say
- *      "owned" too early.  L1's release used to bound it (the previous holder
- *      had seen the newer flip); after an unfenced close it rests on the link:
- *      the flag is read from host memory by a system-scope load issued after
- *      the previous caller's close, which followed its read of the server's
- *      answer, stored after the flip.  The device library gives keys only to
- *      threads of grids with at most one thread per port, so this applies only
- *      between grids that run at the same time (rpc/device/device_client.c).  A
- *      busy open (L2 found the server's turn) puts the word back as it was, with
- *      a release if the close that left it had one.
  *   Host threads (C11): W1 memory_order_relaxed loads, W2
  *   atomic_thread_fence(memory_order_acquire), W3 atomic_store_explicit(
  *   memory_order_release), L1 fetch_or acquire / fetch_and or store release.
@@ -158,8 +135,7 @@
  *   fence.acq_rel.sys / fence acquire system; W3 every lane fences
  *   (fence.acq_rel.sys / fence release system), the warp synchronises, one
  *   lane stores the byte; heads: one ld.acquire.sys.v2.u64.  The GPU-side
- *   locks are device-scope (atom.acquire.gpu / st.release.gpu, st.relaxed.gpu
- *   for L3).  The host
+ *   locks are device-scope (atom.acquire.gpu / st.release.gpu).  The host
  *   side of a PCIe pair uses the host rules: x86 stores are not reordered
  *   with older loads or stores, so the host's flip and head are ordered
  *   after its buffer accesses as the GPU observes them.
@@ -325,8 +301,8 @@ static inline uint64_t rpc_region_size(uint32_t ports, uint32_t lanes)
  * the first ceil(ports / 32) 32-bit words as its lock bitmap.  The client keeps a state word per
  * port (RPC_CS_*): its lock bit; "known", set by a client that closed a port it owned (its last
  * step was a receive, so the server cannot flip that port before the client does), with the
- * client's outbox bit at that close; the port's call count (the seq of ANSWER HEADS); and, for
- * a close without a fence, the closer's key (L3).  One atomic takes the lock and reads all of
+ * client's outbox bit at that close; and the port's call count (the seq of ANSWER HEADS).  One
+ * atomic takes the lock and reads all of
  * it; a client opening a known port reads no mailbox (on a GPU two round trips over the link
  * saved), and one store at close writes it back and unlocks. */
 static inline uint64_t rpc_lock_size(uint32_t ports)
@@ -337,13 +313,11 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
 }
 
 /* Bits of a client port's state word. */
-#define RPC_CS_LOCK 0x1u      /* held by a client caller */
-#define RPC_CS_KNOWN 0x2u     /* client-owned since its last close */
-#define RPC_CS_OUT 0x4u       /* the client's outbox bit at the last close */
-#define RPC_CS_READ 0x8u      /* with KNOWN: buffers were read since the last fenced flip */
-#define RPC_CS_UNFENCED 0x10u /* closed without a fence by the caller of the key */
-#define RPC_CS_SEQ_SHIFT 8u   /* bits 8..15: seq of the port's last call */
-#define RPC_CS_KEY_SHIFT 32u  /* bits 32..63: with UNFENCED, the key of that caller */
+#define RPC_CS_LOCK 0x1u    /* held by a client caller */
+#define RPC_CS_KNOWN 0x2u   /* client-owned since its last close */
+#define RPC_CS_OUT 0x4u     /* the client's outbox bit at the last close */
+#define RPC_CS_READ 0x8u    /* with KNOWN: buffers were read since the last fenced flip */
+#define RPC_CS_SEQ_SHIFT 8u /* bits 8..15: seq of the port's last call */
 
 /* ---- process objects ---------------------------------------------------- */
 
@@ -384,8 +358,7 @@ typedef struct rpc_port {
     uint32_t opcode_;
     uint32_t state_;
     uint32_t key_;
-    uint32_t seq_;   /* the call's seq (header) */
-    uint32_t owner_; /* client: the opener's key (rpc_client_try_open_keyed), 0 for none */
+    uint32_t seq_; /* the call's seq (header) */
 } rpc_port_t;
 
 _Static_assert(sizeof(rpc_port_t) == 48, "rpc_port layout");
@@ -613,9 +586,9 @@ static inline bool rpc_server_unpack_short_(struct rpc_process *p, uint32_t inde
 /* Tries to lock port `index` and checks (L2) that this side may start or serve a call on it.  On
  * success returns true with W2 done, this side's outbox bit in *out_p, (client) the new call's
  * seq in *seq_p and whether buffers were read since the last fence (RPC_PS_READ or 0) in *read_p.
- * `key`: the client caller's key (L3), 0 for none. */
+ */
 static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
-                                 uint32_t key, uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p)
+                                 uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p)
 {
     uint32_t w = index / 32, bit = 1u << (index % 32);
     uint64_t old = 0;
@@ -624,10 +597,8 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
         return false;
     *seq_p = (uint32_t)((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
     *read_p = 0;
-    /* Known client-owned since its last close: the outbox bit then is the one now.  A close
-     * without a fence (L3) is known only to the caller of its key. */
-    if ((old & RPC_CS_KNOWN) &&
-        (!(old & RPC_CS_UNFENCED) || (key != 0 && (uint32_t)(old >> RPC_CS_KEY_SHIFT) == key))) {
+    /* Known client-owned since its last close: the outbox bit then is the one now. */
+    if (old & RPC_CS_KNOWN) {
         *out_p = (old & RPC_CS_OUT) ? 1u : 0u;
         *read_p = (old & RPC_CS_READ) ? RPC_PS_READ : 0u;
         return true;
@@ -647,17 +618,16 @@ static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uin
 busy:
     if (process->server)
         rpc_arch_unlock(mask, &process->locks[w], bit);
-    else /* as it was, and with a release if the close that left it had one (L1, L3) */
-        rpc_arch_unlock_state(mask, rpc_state_(process, index), old, !(old & RPC_CS_UNFENCED));
+    else /* as it was */
+        rpc_arch_unlock_state(mask, rpc_state_(process, index), old);
     return false;
 }
 
 static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint32_t index,
                                         uint64_t mask, uint32_t opcode, uint32_t out, uint32_t seq,
-                                        uint32_t read, uint32_t key)
+                                        uint32_t read)
 {
     rpc_port_t port;
-    port.owner_ = key;
     port.lane_mask_ = mask;
     port.head_[0] = 0;
     port.head_[1] = 0;
@@ -752,11 +722,10 @@ static inline void rpc_recv_(struct rpc_process *process, rpc_port_t *port, rpc_
         rpc_arch_backoff(&spins);
 }
 
-/* Client close (L1, L3): one store of the port's next state word, lock bit clear.  Still owned
- * (nothing sent since the last receive, or since the open): the next opener may skip the mailbox
- * reads (known).  After a send the server owns it: unknown.  The outbox bit is recorded either
- * way.  A keyed caller that read no buffers since its last fenced flip stores without a release
- * and leaves its key; every other close is a release. */
+/* Client close (L1): one release store of the port's next state word, lock bit clear.  Still
+ * owned (nothing sent since the last receive, or since the open): the next opener may skip the
+ * mailbox reads (known).  After a send the server owns it: unknown.  The outbox bit is recorded
+ * either way. */
 static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
 {
     rpc_port_check_(process, port);
@@ -773,10 +742,7 @@ static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
                         ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
         if (port->state_ & RPC_PS_OWNED)
             next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
-        bool fenced = port->owner_ == 0 || (port->state_ & RPC_PS_READ);
-        if (!fenced)
-            next |= RPC_CS_UNFENCED | (uint64_t)port->owner_ << RPC_CS_KEY_SHIFT;
-        rpc_arch_unlock_state(port->lane_mask_, rpc_state_(process, port->index_), next, fenced);
+        rpc_arch_unlock_state(port->lane_mask_, rpc_state_(process, port->index_), next);
     }
     port->state_ = 0;
 }
@@ -978,46 +944,32 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             uint32_t bit = (uint32_t)__builtin_ctz(free);
             uint32_t index = w * 32 + bit, out, seq, read;
             free &= free - 1;
-            if (!rpc_try_take_(p, lane_mask, index, 0, &out, &seq, &read))
+            if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read))
                 continue;
-            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, 0);
+            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read);
             return true;
         }
     }
     return false;
 }
 
-/* As rpc_client_try_open_port, for a caller that names itself with `key`: a non-zero value
- * that no other caller able to open this port at the same time uses (0: none, then this is
- * rpc_client_try_open_port).  A close of such a call that read no buffers since the last fenced
- * flip (an answer taken from the head alone, a fire-and-forget call) unlocks without a fence,
- * and only a caller of the same key may then open the port without reading its mailbox (L3).
- * On a GPU that saves the unlock's fence (a MEMBAR.GPU, ~0.24 us) in each such call. */
-static inline bool rpc_client_try_open_keyed(struct rpc_client *client, uint32_t opcode,
-                                             uint64_t lane_mask, uint32_t index, uint32_t key,
-                                             rpc_port_t *port_p)
+/* As rpc_client_try_open for port `index % ports` only (a caller's home port): no sweep, so on
+ * a GPU two fewer reads of host memory per call.  false: the port is busy or the server still
+ * has it (nothing changed). */
+static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t opcode,
+                                            uint64_t lane_mask, uint32_t index, rpc_port_t *port_p)
 {
     struct rpc_process *p = &client->process;
     RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
     opcode = rpc_arch_broadcast(lane_mask, opcode);
     index = rpc_arch_broadcast(lane_mask, index);
-    key = rpc_arch_broadcast(lane_mask, key);
     if (index >= p->ports) /* a division only when needed (a GPU's home port is in range) */
         index %= p->ports;
     uint32_t out, seq, read;
-    if (!rpc_try_take_(p, lane_mask, index, key, &out, &seq, &read))
+    if (!rpc_try_take_(p, lane_mask, index, &out, &seq, &read))
         return false;
-    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, key);
+    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read);
     return true;
-}
-
-/* As rpc_client_try_open for port `index` only (a caller's home port): no sweep, so on a GPU
- * two fewer reads of host memory per call.  false: the port is busy or the server still has
- * it (nothing changed). */
-static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t opcode,
-                                            uint64_t lane_mask, uint32_t index, rpc_port_t *port_p)
-{
-    return rpc_client_try_open_keyed(client, opcode, lane_mask, index, 0, port_p);
 }
 
 /* Blocking open: retries rpc_client_try_open until a port is free. */
@@ -1207,7 +1159,7 @@ static inline rpc_port_t rpc_server_opened_(struct rpc_process *p, uint32_t inde
 {
     const struct rpc_header *header = &p->headers[index];
     return rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p), header->opcode, out,
-                          header->seq, 0, 0);
+                          header->seq, 0);
 }
 
 /* A hint, without locking: does a call wait on port `index` (c != s)?  Two relaxed loads. */
@@ -1251,7 +1203,7 @@ static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t wor
             uint32_t bit = (uint32_t)__builtin_ctz(ready);
             uint32_t index = w * 32 + bit, out, seq, read;
             ready &= ready - 1;
-            if (!rpc_try_take_(p, mask, index, 0, &out, &seq, &read))
+            if (!rpc_try_take_(p, mask, index, &out, &seq, &read))
                 continue;
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
             *port_p = rpc_server_opened_(p, index, out);
@@ -1278,7 +1230,7 @@ static inline bool rpc_server_try_open_port(struct rpc_server *server, uint32_t 
     const uint64_t mask = 1;
     uint32_t out, seq, read;
     if (index >= p->ports || !rpc_server_waiting(server, index) ||
-        !rpc_try_take_(p, mask, index, 0, &out, &seq, &read))
+        !rpc_try_take_(p, mask, index, &out, &seq, &read))
         return false;
     *port_p = rpc_server_opened_(p, index, out);
     return true;

@@ -36,20 +36,14 @@ void tether_device_profile_delay(uint64_t cycles);
 #endif
 
 /* What a target may do its own way (NVIDIA: device_nvptx.h, where each is explained).  The
- * defaults: the client's fixed part read from the global itself, no key (every close fenced),
- * the first poll for an answer at once. */
+ * defaults: the client's fixed part read from the global itself, the first poll for an answer
+ * at once. */
 #if defined(RPC_ARCH_NVPTX)
 #include "device_nvptx.h"
 #else
 static void dev_client_fixed(struct tether_rpc_device_const *cfg)
 {
     __builtin_memcpy(cfg, &__tether_rpc_client, sizeof *cfg);
-}
-
-static DEV_INLINE uint32_t dev_call_key(uint32_t ports)
-{
-    (void)ports;
-    return 0;
 }
 
 static DEV_INLINE void dev_keep_in_registers(uint64_t w[RPC_BUFFER_SIZE / 8])
@@ -306,7 +300,6 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
     uint32_t ports = client.process.ports;
     uint32_t id = dev_broadcast(mask, dev_caller_id());
     uint32_t home = id < ports ? id : id % ports; /* a division only where it is needed */
-    uint32_t key = dev_call_key(ports);
 
     /* One lane, one packet: a short request (rpc.h: tagged words, no fence before the flag),
      * its words built before the port's lock. */
@@ -320,7 +313,7 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
     DEV_PROF_(0);
     uint32_t spins = 0;
     rpc_port_t port;
-    while (!rpc_client_try_open_keyed(&client, opcode, mask, home, key, &port))
+    while (!rpc_client_try_open_port(&client, opcode, mask, home, &port))
         rpc_arch_backoff(&spins);
     DEV_PROF_(1);
     if (one) {

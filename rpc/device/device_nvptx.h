@@ -1,22 +1,14 @@
 /*
  * rpc/device/device_nvptx.h - the NVIDIA parts of the call path, included by device_client.c for
  * nvptx64 only (other targets: the defaults there).  Each NVIDIA thread calls on its own, on a
- * port of one lane; what is NVIDIA's here is where the thread reads the client from, the key
- * that lets its closes skip the fence, and when it first polls for an answer.
+ * port of one lane; what is NVIDIA's here is where the thread reads the client from and when it
+ * first polls for an answer.
  *
  *   dev_client_fixed   the client's fixed part from constant memory: __tether_rpc_client_const,
  *                      a copy of the global's first TETHER_RPC_CLIENT_CONST_SIZE bytes that the
  *                      CUDA plugin writes next to the global.  A call's acquires of host memory
  *                      empty L1, so each read of device memory after one is a trip to L2 (about
  *                      0.25 us on an H200); the constant cache is not emptied by them.
- *   dev_call_key       in a grid of at most `ports` threads every thread is alone on its home
- *                      port, so it names itself to rpc.h with its grid's launch number (%gridid,
- *                      low 32 bits; 0 gives no key), and its calls that read no buffers close
- *                      without a fence (rpc.h, L3: ~0.24 us less per call).  A thread of another
- *                      grid that opens the port next reads the mailbox instead of trusting the
- *                      state word.  Two threads would be mistaken for one only if grids 2^32
- *                      launches apart ran at the same time.  In larger grids threads share home
- *                      ports: no key, every close is fenced.
  *   dev_poll_*         the first poll for an answer comes after a delay learnt per port
  *                      (device_wait.h: why and how), kept in dev_wait_state, which only this
  *                      library touches; a port's state is read before the port's lock (whose
@@ -38,16 +30,6 @@ static inline void dev_client_fixed(struct tether_rpc_device_const *cfg)
 {
     *cfg = *(const __attribute__((
         address_space(4))) struct tether_rpc_device_const *)&__tether_rpc_client_const;
-}
-
-static DEV_INLINE uint32_t dev_call_key(uint32_t ports)
-{
-    uint64_t threads = (uint64_t)__nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x();
-    if (threads > ports)
-        return 0;
-    uint64_t grid;
-    __asm__("mov.u64 %0, %%gridid;" : "=l"(grid));
-    return (uint32_t)grid;
 }
 
 static DEV_INLINE void dev_keep_in_registers(uint64_t w[RPC_BUFFER_SIZE / 8])

@@ -1321,17 +1321,17 @@ static void test_short_broken_meta(uint32_t lanes)
     pair_fini(&p);
 }
 
-/* L3, closes without a fence: a keyed call answered through its head alone closes without a fence
- * and leaves its key in the state word; only a caller of the same key then opens the port
- * without reading the mailbox.  Seen from outside by a server flag set by hand to say "the
- * server has it": the same key opens anyway, any other key (or none) reads the flag and finds
- * the port busy, and leaves the state word as it was.  A keyed call that read buffers and an
- * unkeyed call record no key; a keyed fire-and-forget call does, on a port that stays unknown. */
-static void keyed_call(struct pair *p, uint32_t key, bool read, uint64_t v)
+/* Every client close is a release store of a state word that holds protocol state only (lock,
+ * known, read, outbox bit, seq: nothing above the seq's bits), so every caller may trust it.
+ * Seen from outside by a server flag set by hand to say "the server has it": after a call
+ * answered through its head alone or through its buffers, the next home-port open opens the port
+ * without reading the mailbox, and the word is then as before but for the next seq.  A
+ * fire-and-forget close leaves the port unknown: every caller reads the mailbox. */
+static void head_only_call(struct pair *p, bool read, uint64_t v)
 {
     rpc_port_t cp, sp;
     uint64_t got[1] = {0};
-    CHECK(rpc_client_try_open_keyed(&p->client, 3, 1, 0, key, &cp));
+    CHECK(rpc_client_try_open_port(&p->client, 3, 1, 0, &cp));
     CHECK(rpc_client_try_send(&p->client, &cp, put, &v));
     CHECK(rpc_server_try_open(&p->server, &sp) && rpc_server_try_recv(&p->server, &sp, get, got));
     CHECK(got[0] == v);
@@ -1349,67 +1349,47 @@ static void set_server_flag(struct pair *p, uint32_t value)
     atomic_store(&p->server.process.sflags[0], (uint8_t)value);
 }
 
-static void test_keyed_close(void)
+static void test_close_state(void)
 {
     struct pair p;
     pair_init(&p, 1, 1);
-    rpc_port_t cp;
+    rpc_port_t cp, other;
     uint32_t c, s;
+    const uint64_t protocol_bits =
+        RPC_CS_LOCK | RPC_CS_KNOWN | RPC_CS_OUT | RPC_CS_READ | 0xffull << RPC_CS_SEQ_SHIFT;
 
-    keyed_call(&p, 0x9e3779b9u, false, 11);
-    uint64_t st = client_state(&p, 0);
-    CHECK((st & (RPC_CS_LOCK | RPC_CS_KNOWN | RPC_CS_READ | RPC_CS_UNFENCED)) ==
-          (RPC_CS_KNOWN | RPC_CS_UNFENCED));
-    CHECK(st >> RPC_CS_KEY_SHIFT == 0x9e3779b9u);
-    mailbox(&p, 0, &c, &s);
-    CHECK(c == s);
-    set_server_flag(&p, s ^ 1u); /* the mailbox now says "the server's turn" */
-    CHECK(!rpc_client_try_open_keyed(&p.client, 3, 1, 0, 0x9e3779b8u, &cp));
-    CHECK(!rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
-    CHECK(!rpc_client_try_open(&p.client, 3, 1, 0, &cp));
-    CHECK(client_state(&p, 0) == st);                                       /* left as it was */
-    CHECK(rpc_client_try_open_keyed(&p.client, 3, 1, 0, 0x9e3779b9u, &cp)); /* no mailbox read */
-    rpc_client_close(&p.client, &cp);
-    set_server_flag(&p, s);
-    uint64_t seq_bits = 0xffull << RPC_CS_SEQ_SHIFT, now = client_state(&p, 0);
-    CHECK((now & ~seq_bits) == (st & ~seq_bits)); /* still unfenced, same key; the next seq */
-    CHECK(((now ^ (st + (1ull << RPC_CS_SEQ_SHIFT))) & seq_bits) == 0);
+    for (int read = 0; read <= 1; read++) {
+        head_only_call(&p, read != 0, 11 + (uint64_t)read);
+        uint64_t st = client_state(&p, 0);
+        CHECK((st & ~protocol_bits) == 0);
+        CHECK((st & (RPC_CS_LOCK | RPC_CS_KNOWN | RPC_CS_READ)) ==
+              (RPC_CS_KNOWN | (read ? RPC_CS_READ : 0u)));
+        mailbox(&p, 0, &c, &s);
+        CHECK(c == s);
+        set_server_flag(&p, s ^ 1u); /* the mailbox now says "the server's turn" */
+        CHECK(rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));     /* no mailbox read */
+        CHECK(!rpc_client_try_open_port(&p.client, 3, 1, 0, &other)); /* locked */
+        rpc_client_close(&p.client, &cp);
+        set_server_flag(&p, s);
+        uint64_t seq_bits = 0xffull << RPC_CS_SEQ_SHIFT, now = client_state(&p, 0);
+        CHECK((now & ~seq_bits) == (st & ~seq_bits)); /* still known; the next seq */
+        CHECK(((now ^ (st + (1ull << RPC_CS_SEQ_SHIFT))) & seq_bits) == 0);
+    }
 
-    /* Another key takes the port through the mailbox; its own close then names it. */
-    keyed_call(&p, 7, false, 12);
-    st = client_state(&p, 0);
-    CHECK((st & RPC_CS_UNFENCED) && st >> RPC_CS_KEY_SHIFT == 7);
-
-    /* Buffers read: fenced, no key. */
-    keyed_call(&p, 7, true, 13);
-    st = client_state(&p, 0);
-    CHECK((st & (RPC_CS_KNOWN | RPC_CS_READ | RPC_CS_UNFENCED)) == (RPC_CS_KNOWN | RPC_CS_READ));
-    CHECK(st >> RPC_CS_KEY_SHIFT == 0);
-    set_server_flag(&p, s ^ 1u); /* a fenced close is trusted by every caller */
-    CHECK(rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
-    rpc_client_close(&p.client, &cp);
-    set_server_flag(&p, s);
-
-    /* No key: fenced. */
-    keyed_call(&p, 0, false, 14);
-    st = client_state(&p, 0);
-    CHECK((st & (RPC_CS_KNOWN | RPC_CS_UNFENCED)) == RPC_CS_KNOWN && st >> RPC_CS_KEY_SHIFT == 0);
-
-    /* Fire and forget with a key: unfenced too, and not known (the server has the port), so
-     * every caller reads the mailbox, the same key included. */
+    /* Fire and forget: not known (the server has the port), so every caller reads the mailbox. */
     uint64_t v = 15, got[1];
     rpc_port_t sp;
-    CHECK(rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp));
+    CHECK(rpc_client_try_open_port(&p.client, 4, 1, 0, &cp));
     CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
     rpc_client_close(&p.client, &cp);
-    st = client_state(&p, 0);
-    CHECK((st & (RPC_CS_KNOWN | RPC_CS_UNFENCED)) == RPC_CS_UNFENCED);
-    CHECK(st >> RPC_CS_KEY_SHIFT == 7);
-    CHECK(!rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp)); /* the server's turn */
+    uint64_t st = client_state(&p, 0);
+    CHECK((st & ~protocol_bits) == 0 && (st & (RPC_CS_LOCK | RPC_CS_KNOWN)) == 0);
+    CHECK(!rpc_client_try_open_port(&p.client, 4, 1, 0, &cp)); /* the server's turn */
+    CHECK(client_state(&p, 0) == st);                          /* left as it was */
     CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, get, got));
     CHECK(got[0] == 15);
     rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp));
+    CHECK(rpc_client_try_open_port(&p.client, 4, 1, 0, &cp));
     rpc_client_close(&p.client, &cp);
     pair_fini(&p);
 }
@@ -1440,7 +1420,7 @@ int main(void)
     }
     test_short_late_other();
     test_short_read_state();
-    test_keyed_close();
+    test_close_state();
     test_short_seq_wrap();
     test_short_mix(1, 2000, 1);
     test_short_mix(3, 2000, 2);
