@@ -45,4 +45,7 @@ has "$work/lib.s" "atom.acquire.gpu.global.or.b64" # a port's lock
 has "$work/lib.s" "st.release.gpu.global.u64"      # its unlock: every close is a release
 lacks "$work/lib.s" "st.relaxed.gpu"               # no close without a fence
 lacks "$work/lib.s" "%gridid"                      # no caller keys
+# The learnt first-poll delay: an array of the library's own, a 16-bit state per port (the
+# protocol's state words carry protocol state only).
+has "$work/lib.s" ".global .align 2 .b8 dev_wait_state\[32768\]"
 echo "PASS: the device library's call path"
