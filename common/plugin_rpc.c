@@ -9,7 +9,8 @@
  * of common/:
  *  - plugin_rpc_attach(dev, loaded): once per image defining the symbol, after it loaded and
  *    before any of its kernels runs: allocates the mailboxes (ops->shared_alloc, or ops->alloc
- *    PLUGIN_ALLOC_HOST), writes the client into the device global, starts the server thread
+ *    PLUGIN_ALLOC_HOST), writes the client the server library made into the device global as it
+ *    is (and hands it to ops->rpc_client_copy where the backend has one), starts the server thread
  *    (which calls ops->thread_attach first) with the device's limits.pci_bus_id (no address
  *    when it is ""), so that on a machine with several NUMA nodes the server places the thread
  *    on the cores local to the device.  Errors fail the image load.
@@ -48,9 +49,9 @@
 struct rpc_image_server {
     tether_rpc_server_t *srv;
     struct plugin_device *dev;
-    uint64_t global;    /* device address of PLUGIN_RPC_CLIENT_SYMBOL */
-    void *const_global; /* PLUGIN_RPC_CLIENT_CONST_SYMBOL, NULL when the image has none */
-    pid_t pid;          /* the process that started the server (fork messages) */
+    struct plugin_module *module; /* the image's module on dev */
+    uint64_t global;              /* device address of PLUGIN_RPC_CLIENT_SYMBOL */
+    pid_t pid;                    /* the process that started the server (fork messages) */
     struct rpc_image_server *next;
 };
 
@@ -129,12 +130,15 @@ static bool rpc_host_device(const struct plugin_device *dev)
     return dev->limits.warp_size <= 1;
 }
 
-/* Writes the client into the image's global (and its constant-memory copy): fresh port locks. */
+/* Writes the client, as the server library made it, into the image's global (fresh port locks),
+ * then lets the backend copy it where its device code also reads it (ops->rpc_client_copy). */
 static tether_status_t rpc_client_write(struct plugin_device *dev, struct rpc_image_server *node,
                                         struct tether_error *err)
 {
+    const struct plugin_ops *ops = dev->plugin->ops;
     size_t size = tether_rpc_client_size();
     unsigned char *buf = malloc(size);
+    struct plugin_async *pa = NULL;
     tether_status_t rc;
 
     if (buf == NULL) {
@@ -144,9 +148,12 @@ static tether_status_t rpc_client_write(struct plugin_device *dev, struct rpc_im
     if (rc == TETHER_OK) {
         rc = plugin_write_device(dev, (void *)(uintptr_t)node->global, buf, size, err);
     }
-    if (rc == TETHER_OK && node->const_global != NULL) {
-        /* NVIDIA images read the client's fixed part from constant memory. */
-        rc = plugin_write_device(dev, node->const_global, buf, tether_rpc_client_const_size(), err);
+    if (rc == TETHER_OK && ops->rpc_client_copy != NULL) {
+        rc = plugin_queue_begin(dev, NULL, &pa, err);
+        if (rc == TETHER_OK) {
+            rc = ops->rpc_client_copy(dev, node->module, buf, size, pa->queue, err);
+            rc = plugin_queue_end(dev, NULL, pa, rc, err);
+        }
     }
     free(buf);
     return rc;
@@ -275,29 +282,12 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     if (node == NULL)
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "RPC server: out of memory");
     node->dev = dev;
+    node->module = loaded->module;
     node->global = (uint64_t)(uintptr_t)global;
     node->pid = getpid();
     rc = tether_rpc_server_create(&cfg, &node->srv, err);
     if (rc != TETHER_OK)
         goto free_node;
-    {
-        /* NVIDIA images also hold the client's fixed part in constant memory (optional). */
-        void *cglobal = NULL;
-        size_t csize = 0;
-        struct tether_error lookup_err = {""};
-        if (ops->global_lookup(dev, loaded->module, PLUGIN_RPC_CLIENT_CONST_SYMBOL, &cglobal,
-                               &csize, &lookup_err) == TETHER_OK) {
-            if (csize != tether_rpc_client_const_size()) {
-                rc = plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
-                                      "%s is %zu bytes, this plugin's RPC server expects %zu "
-                                      "(libtether-device.a and plugin from different versions?)",
-                                      PLUGIN_RPC_CLIENT_CONST_SYMBOL, csize,
-                                      tether_rpc_client_const_size());
-                goto destroy;
-            }
-            node->const_global = cglobal;
-        }
-    }
     rc = rpc_client_write(dev, node, err);
     if (rc != TETHER_OK)
         goto destroy;

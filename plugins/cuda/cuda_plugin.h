@@ -158,6 +158,9 @@ void cuda_module_unload(struct plugin_device *dev, struct plugin_module *module)
 tether_status_t cuda_global_lookup(struct plugin_device *dev, struct plugin_module *module,
                                    const char *name, void **addr_p, size_t *size_p,
                                    struct tether_error *err);
+tether_status_t cuda_rpc_client_copy(struct plugin_device *dev, struct plugin_module *module,
+                                     const void *client, size_t size, struct plugin_queue *queue,
+                                     struct tether_error *err);
 tether_status_t cuda_kernel_lookup(struct plugin_device *dev, struct plugin_module *module,
                                    const char *name, struct plugin_kernel **kernel_p,
                                    struct tether_error *err);

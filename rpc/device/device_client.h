@@ -33,7 +33,7 @@
 #define TETHER_RPC_CLIENT_VERSION 6u        /* changes with the layout below */
 #define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
 /* NVIDIA images: a copy of the client's first TETHER_RPC_CLIENT_CONST_SIZE bytes (everything but
- * the port state words) in constant memory, written by the host next to the global. */
+ * the port state words) in constant memory, written by the CUDA plugin after the global. */
 #define TETHER_RPC_CLIENT_CONST_SYMBOL "__tether_rpc_client_const"
 #define TETHER_RPC_CLIENT_CONST_SIZE 88u
 #define TETHER_RPC_DEVICE_PORTS_MAX 16384u
