@@ -41,7 +41,7 @@
 #include "plugin_image.h"
 #include "plugin_state.h"
 #include "tether/rpc.h"
-#include "../rpc/device/device_client.h"
+#include "../rpc/device_client.h"
 
 /* TETHER_RPC_HEAP_RESERVE's largest value: 1 TiB. */
 #define RPC_HEAP_RESERVE_MAX ((int64_t)1 << 40)

@@ -77,7 +77,7 @@ enum tether_rpc_stream {
 
 /*
  * PRINTF: the header, then `fmt_len` format bytes, `args_len` bytes of the
- * packed argument buffer (rpc/device/printf_scan.h), then one record per %s
+ * packed argument buffer (rpc/printf_scan.h), then one record per %s
  * conversion in order: a uint32 length (TETHER_RPC_PRINTF_NULL for a NULL
  * pointer) followed by that many bytes, no padding anywhere.
  */

@@ -10,7 +10,7 @@
 
 #include "plugin_image.h"
 #include "tether/rpc.h"
-#include "../../rpc/device/device_client.h"
+#include "../../rpc/device_client.h"
 
 #define CUDA_STATIC_SHARED_LIMIT (48u * 1024) /* dynamic shared memory without opting in */
 #define CUDA_JIT_LOG_BYTES 1024

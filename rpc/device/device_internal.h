@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "device_arch.h"
-#include "device_client.h"
+#include "../device_client.h"
 
 DEV_BEGIN
 

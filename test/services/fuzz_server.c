@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../rpc/device/device_client.h"
+#include "../../rpc/device_client.h"
 #include "../../rpc/rpc.h"
 #include "tether/rpc.h"
 #include "svc_shared_mem.h"

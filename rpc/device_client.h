@@ -1,5 +1,5 @@
 /*
- * rpc/device/device_client.h - the device global `__tether_rpc_client` that
+ * rpc/device_client.h - the device global `__tether_rpc_client` that
  * connects a device image to its host server, and the message layer both
  * sides build on rpc/rpc.h (framing in tether/rpc_opcodes.h, MESSAGES).
  *
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../rpc.h"
+#include "rpc.h"
 #include "tether/rpc_opcodes.h"
 
 #define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
