@@ -329,10 +329,14 @@ static inline void rpc_arch_pause(void)
 #define RPC_NVPTX_SPINS 64
 #endif
 
+#if defined(TETHER_RPC_PROFILE)
+void tether_rpc_profile_poll(void); /* the device library's profiling build */
+#endif
+
 static inline void rpc_arch_backoff(uint32_t *spins)
 {
-#if defined(RPC_PROFILE_POLL)
-    RPC_PROFILE_POLL(); /* test/cuda/probe/rpc_phases: counts the polls that found nothing */
+#if defined(TETHER_RPC_PROFILE)
+    tether_rpc_profile_poll(); /* a poll that found nothing */
 #endif
     if (*spins < RPC_NVPTX_SPINS) {
         ++*spins;

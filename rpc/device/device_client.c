@@ -25,12 +25,23 @@ DEV_BEGIN
  * kernel; zero (no server) until then. */
 struct tether_rpc_device_client __tether_rpc_client;
 
-/* Phase marks for test/cuda/probe/rpc_phases.c, which compiles this library into itself with
- * TETHER_DEVICE_PROFILE and defines the hooks; nothing in normal builds. */
-#if defined(TETHER_DEVICE_PROFILE)
-void tether_device_profile_mark(int phase);
-void tether_device_profile_delay(uint64_t cycles);
-#define DEV_PROF_(phase) tether_device_profile_mark(phase)
+/* The profiling build's hooks (device_internal.h): the library's own do nothing, a program that
+ * times the call path defines them. */
+#if defined(TETHER_RPC_PROFILE)
+__attribute__((weak)) void tether_rpc_profile_mark(int phase)
+{
+    (void)phase;
+}
+
+__attribute__((weak)) void tether_rpc_profile_delay(uint64_t cycles)
+{
+    (void)cycles;
+}
+
+__attribute__((weak)) void tether_rpc_profile_poll(void)
+{
+}
+#define DEV_PROF_(phase) tether_rpc_profile_mark(phase)
 #else
 #define DEV_PROF_(phase) ((void)0)
 #endif

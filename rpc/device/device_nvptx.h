@@ -75,8 +75,8 @@ static DEV_INLINE void dev_poll_answer(struct rpc_client *client, rpc_port_t *po
     poll->explore = dev_wait_explores(rpc_port_seq(port));
     uint64_t wait = dev_wait_cycles(poll->state, poll->explore);
     dev_spin_since(sent, wait);
-#if defined(TETHER_DEVICE_PROFILE)
-    tether_device_profile_delay(wait);
+#if defined(TETHER_RPC_PROFILE)
+    tether_rpc_profile_delay(wait);
 #endif
     uint64_t t0 = __nvvm_read_ptx_sreg_clock64();
     poll->hit = rpc_client_try_recv(client, port, NULL, (void *)0);

@@ -48,4 +48,14 @@ lacks "$work/lib.s" "%gridid"                      # no caller keys
 # The learnt first-poll delay: an array of the library's own, a 16-bit state per port (the
 # protocol's state words carry protocol state only).
 has "$work/lib.s" ".global .align 2 .b8 dev_wait_state\[32768\]"
+lacks "$work/lib.s" "tether_rpc_profile"           # no profiling hook in a normal build
+
+# The profiling build (TETHER_RPC_PROFILE): the call path calls each hook, whose library
+# definitions are weak.
+ptx "$work/prof.s" -DTETHER_RPC_PROFILE
+for hook in mark delay poll; do
+    has "$work/prof.s" ".weak .func tether_rpc_profile_$hook"
+    grep -A1 "call.uni" "$work/prof.s" | grep -q "tether_rpc_profile_$hook," || # target: next line
+        { echo "FAIL: no call of tether_rpc_profile_$hook in the profiling build"; exit 1; }
+done
 echo "PASS: the device library's call path"
