@@ -10,7 +10,8 @@
  * thread answers the calls.  The child is the client: it maps the memfd itself, finds the port
  * memory at the offset the server wrote into the mapping's header (so addresses need not match
  * between the processes), and makes calls with the port protocol's host client
- * (<tether/port/rpc.h>) and the message framing of <tether/rpc_opcodes.h>: a user call that
+ * (<tether/port/rpc.h>, its streams <tether/port/rpc_stream.h>) and the message framing of
+ * <tether/rpc_opcodes.h>: a user call that
  * gets an answer, a long request and answer spread over many 64-byte packets, a call to an
  * opcode nobody registered, and the built-in WRITE service, which the server prints.
  *
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include <tether/port/rpc.h>
+#include <tether/port/rpc_stream.h>
 #include <tether/rpc.h>
 #include <tether/rpc_opcodes.h>
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #pragma omp declare target
-#include "rpc.h"
+#include "rpc_stream.h"
 
 static void fill_word(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
