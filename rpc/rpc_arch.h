@@ -464,7 +464,7 @@ static inline void rpc_arch_acquire_flag(uint64_t mask, rpc_flag_t *flag)
 
 /* Every lane fences (fence.acq_rel.sys), the warp synchronises, the first lane stores the byte:
  * a posted write, where a red.sys on host memory costs a link round trip (~0.9 us on an H200,
- * test/cuda/probe/link_costs.cu). */
+ * tools/probes/link_costs.cu). */
 static inline void rpc_arch_flag_store(uint64_t mask, rpc_flag_t *flag, uint32_t value)
 {
     rpc_arch_fence_acq_rel_sys_();
@@ -517,7 +517,7 @@ static inline void rpc_arch_unlock_state(uint64_t mask, rpc_state_t *word, uint6
 typedef uint64_t rpc_head_word_t;
 
 /* One 16-byte ld.acquire.sys: both words in one read of host memory (measured on an H200 with
- * test/cuda/probe/link_costs.cu: a strong load is one link round trip, ~1.1 us, and a thread's
+ * tools/probes/link_costs.cu: a strong load is one link round trip, ~1.1 us, and a thread's
  * strong loads of host memory do not overlap, so two 8-byte loads would cost two), with the
  * acquire that orders the buffer reads that may follow. */
 static inline void rpc_arch_head_load_raw_(rpc_head_word_t *head, uint64_t *w0, uint64_t *w1)

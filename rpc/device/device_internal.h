@@ -25,7 +25,7 @@ DEV_BEGIN
  * compiler see that the lane mask is one bit (1 << lane), which folds every warp vote and shuffle
  * of rpc.h away and keeps the packet in registers.  Left to the inliner, dev_call_port stayed a
  * function of its own in a `teams distribute parallel for` kernel (local memory, warp
- * operations: 3.6 us per call against 2.5 on an H200, test/cuda/probe/rpc_pages.c). */
+ * operations: 3.6 us per call against 2.5 on an H200, tools/probes/rpc_pages.c). */
 #if RPC_ARCH_SIMT
 #define DEV_INLINE inline __attribute__((always_inline))
 #else

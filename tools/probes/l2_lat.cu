@@ -3,7 +3,7 @@
 // (default 512: 4 KiB).  On an H200 the times are bimodal, about 290 or about 500 cycles: the
 // word's 4 KiB page sits in the L2 partition near the SM or in the far one, and the SMs fall in
 // two groups with opposite patterns.  Build and run on the GPU machine:
-//   nvcc -O2 -arch=sm_90 -o /tmp/l2_lat test/cuda/probe/l2_lat.cu && /tmp/l2_lat [STRIDE_WORDS]
+//   nvcc -O2 -arch=sm_90 -o /tmp/l2_lat tools/probes/l2_lat.cu && /tmp/l2_lat [STRIDE_WORDS]
 // (The "load" line times ld.relaxed.gpu of the same word, which L1 served in these runs.)
 #include <cstdio>
 #include <cstdlib>

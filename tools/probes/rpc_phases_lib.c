@@ -7,7 +7,7 @@
 
 #if defined(__NVPTX__)
 #define TETHER_RPC_PROFILE 1
-#include "../../../rpc/device/device_lib.c"
+#include "../../rpc/device/device_lib.c"
 #else
-#include "../../../rpc/device/device_host.c"
+#include "../../rpc/device/device_host.c"
 #endif
