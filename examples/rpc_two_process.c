@@ -96,7 +96,7 @@ static void answer_packet(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 /*
  * One call: the request message (tether/rpc_opcodes.h, MESSAGES: a uint64 length, then the
  * bytes, over one lane's 64-byte buffer, packet by packet), then for a synchronous call the
- * answer.  Its head (rpc.h, ANSWER HEADS) says that it came; a short answer is all in the head
+ * answer.  Its head (rpc.h, I3) says that it came; a short answer is all in the head
  * (tether/rpc_opcodes.h, inline answers) and then the buffers may not hold it, else the answer
  * message is in the buffers: struct tether_rpc_answer, then the handler's bytes.  Returns the
  * call's status (enum tether_rpc_call_status); the handler's bytes go to out (at most cap),

@@ -69,7 +69,7 @@
 #endif
 #endif
 
-/* Words of a short request in a port header (rpc.h, SHORT REQUESTS): a meta word and eleven
+/* Words of a short request in a port header (rpc.h, I4 and S): a meta word and eleven
  * data words. */
 #define RPC_SHORT_WORDS 12u
 

@@ -135,7 +135,7 @@ static uint64_t head_payload(uint64_t tag, uint32_t i)
 
 /* rpc_client_send_short done by hand in the worst order a link may deliver it: the flag first,
  * then the words one by one, shuffled, with yields between.  Mirrors the encoding in rpc.h
- * (SHORT REQUESTS): meta word, then six packet bytes per word above the tag. */
+ * (struct rpc_header): meta word, then six packet bytes per word above the tag. */
 static void late_send_short(rpc_port_t *port, const uint64_t *pkt, uint32_t nbytes, uint64_t r)
 {
     struct rpc_process *p = &client.process;

@@ -492,7 +492,7 @@ static void test_lanes(uint32_t lanes)
     pair_fini(&p);
 }
 
-/* ---- short requests (rpc.h, SHORT REQUESTS) ------------------------------------------------- */
+/* ---- short requests (rpc.h, I4 and rule S) -------------------------------------------------- */
 
 static struct rpc_header *header_of(struct pair *p, uint32_t index)
 {
