@@ -350,8 +350,10 @@ if want taskdeps; then
       for cfg in llvm16 tether; do
         echo "taskdeps: $cfg: $taskdeps_runs runs, ${runs[$cfg deps]:-0} hit the kmp_taskdeps.h(26) assertion, ${runs[$cfg assert]:-0} another libomp assertion, ${runs[$cfg other]:-0} failed otherwise" >>"$out/taskdeps.txt"
       done
-      [ "${runs[tether other]:-0}" -eq 0 ] ||
-        fail "taskdeps: ${runs[tether other]} run(s) through tether's plugin failed other than by a libomp assertion"
+      # libomp 16's race also ends some runs in a segmentation fault, under either plugin: fail
+      # only when tether's plugin fails more runs that way than LLVM's in the same alternation.
+      [ "${runs[tether other]:-0}" -le "${runs[llvm16 other]:-0}" ] ||
+        fail "taskdeps: ${runs[tether other]} run(s) through tether's plugin failed other than by a libomp assertion (LLVM 16's: ${runs[llvm16 other]:-0})"
     else
       fail "taskdeps: a plugin did not serve the program"
     fi
