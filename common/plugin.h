@@ -78,7 +78,7 @@ extern "C" {
 
 /* Bumped whenever a slot is added, removed or changes meaning.  plugin_create() in common refuses
  * a table whose version differs (an old backend built against a new common). */
-#define PLUGIN_OPS_VERSION 5
+#define PLUGIN_OPS_VERSION 7
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -438,9 +438,10 @@ struct plugin_ops {
 
     /* ---- RPC support (used by common/plugin_rpc.c; see docs/plugin-interface.md, "RPC") ------ */
     /* The RPC server needs: memory both sides see (alloc PLUGIN_ALLOC_HOST, or the pair below),
-     * writing the client into a device global (global_lookup + memcpy_h2d, done by common),
-     * knowing when kernels run (common counts launches and queue completions itself), and a
-     * thread that may use the device (thread_attach). */
+     * writing the client into a device global (global_lookup + memcpy_h2d, done by common; a
+     * backend may copy it further, rpc_client_copy), knowing when kernels run (common counts
+     * launches and queue completions itself), and a thread that may use the device
+     * (thread_attach). */
 
     /* Optional, pair.  Memory shared by host and device for RPC mailboxes and buffers, when it
      * must differ from PLUGIN_ALLOC_HOST (e.g. fine-grained/coherent pools on AMD).  Writes the
@@ -449,17 +450,16 @@ struct plugin_ops {
     tether_status_t (*shared_alloc)(struct plugin_device *dev, size_t size, void **host_p,
                                     void **dev_p, struct tether_error *err);
     void (*shared_free)(struct plugin_device *dev, void *host);
-
-    /* Optional (GPUs whose L2 is split in partitions).  Times, from every SM (compute unit), a
-     * device-scope atomic that changes nothing on a word of each of `windows` device-memory
-     * windows (window w at addr + w * stride; each SM uses its own line of it):
-     * cycles[sm * windows + w] = the fastest of a few, in the device's clock; 0 for SMs the probe
-     * did not reach.  *sms_p = the SMs covered (at most max_sms).  Common puts each SM's RPC
-     * ports of small grids on the window it reaches fastest (device_client.h, near windows).
-     * NULL: no such placement. */
-    tether_status_t (*l2_probe)(struct plugin_device *dev, uint64_t addr, uint32_t windows,
-                                uint32_t stride, uint32_t *cycles, uint32_t max_sms,
-                                uint32_t *sms_p, struct tether_error *err);
+    /* Optional.  Called right after common wrote the RPC client into the module's client global
+     * (`client`: the server library's bytes of it, `size` of them, unchanged), before any kernel
+     * of the module runs, and again whenever common rewrites it: a backend whose device code
+     * reads (part of) the client from somewhere else too copies it there, enqueued on queue
+     * (never NULL; common synchronises it, and `client` stays valid until then).  CUDA: the
+     * client's fixed part into the image's __tether_rpc_client_const, in constant memory.  NULL:
+     * the device reads the client global only. */
+    tether_status_t (*rpc_client_copy)(struct plugin_device *dev, struct plugin_module *module,
+                                       const void *client, size_t size, struct plugin_queue *queue,
+                                       struct tether_error *err);
 };
 
 /* ---- services common offers backends -------------------------------------------------------- */

@@ -212,8 +212,6 @@ tether_status_t plugin_probe_send(struct plugin *plugin, int32_t omp_device,
 
 /* Name of the device global that marks an image as an RPC client. */
 #define PLUGIN_RPC_CLIENT_SYMBOL "__tether_rpc_client"
-/* NVIDIA images also hold the client's first bytes in constant memory (optional symbol). */
-#define PLUGIN_RPC_CLIENT_CONST_SYMBOL "__tether_rpc_client_const"
 /* After loading an image WITHOUT the client on a GPU: if it calls device services the driver
  * serves (undefined vprintf, printf, malloc, free), say once per process, under
  * LIBOMPTARGET_INFO & 0x10, that the driver's own serve them and how to get tether's (link

@@ -10,7 +10,8 @@
  * of common/:
  *  - plugin_rpc_attach(dev, loaded): once per image defining the symbol, after it loaded and
  *    before any of its kernels runs: allocates the mailboxes (ops->shared_alloc, or ops->alloc
- *    PLUGIN_ALLOC_HOST), writes the client into the device global, starts the server thread
+ *    PLUGIN_ALLOC_HOST), writes the client the server library made into the device global as it
+ *    is (and hands it to ops->rpc_client_copy where the backend has one), starts the server thread
  *    (which calls ops->thread_attach first) with the device's limits.pci_bus_id (no address
  *    when it is ""), so that on a machine with several NUMA nodes the server places the thread
  *    on the cores local to the device.  Errors fail the image load.
@@ -32,19 +33,16 @@
  *                             0 on the host, 256 MiB on GPUs: the first chunks the device asks
  *                             for come without a driver call; beyond it the server allocates
  *                             while kernels run, see docs/rpc-services.md section 10)
- *   TETHER_RPC_NEAR           0: do not place small grids' ports near their SM's L2 partition
- *                             (default 1 where the backend has l2_probe: CUDA)
  */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "plugin_image.h"
 #include "plugin_state.h"
 #include "tether/rpc.h"
-#include "../rpc/device/device_client.h"
+#include "../rpc/device_client.h"
 #if TETHER_RPC_PROFILE
 #include "../rpc/server/rpc_profile.h"
 #endif
@@ -55,10 +53,9 @@
 struct rpc_image_server {
     tether_rpc_server_t *srv;
     struct plugin_device *dev;
-    uint64_t global;    /* device address of PLUGIN_RPC_CLIENT_SYMBOL */
-    void *const_global; /* PLUGIN_RPC_CLIENT_CONST_SYMBOL, NULL when the image has none */
-    uint32_t ports;
-    pid_t pid; /* the process that started the server (fork messages) */
+    struct plugin_module *module; /* the image's module on dev */
+    uint64_t global;              /* device address of PLUGIN_RPC_CLIENT_SYMBOL */
+    pid_t pid;                    /* the process that started the server (fork messages) */
     struct rpc_image_server *next;
 };
 
@@ -129,56 +126,6 @@ static tether_status_t thread_attach_cb(void *ctx, struct tether_error *err)
     return dev->plugin->ops->thread_attach(dev, err);
 }
 
-/*
- * Near windows (device_client.h): times, from each SM, the pages of state words that small
- * grids' ports use and records in the client which one each SM reaches fastest.  Best effort:
- * where the backend has no probe, it fails, or the ports are too few, every SM keeps window 0
- * (the ports of before), and the image loads all the same.
- */
-static void rpc_near(struct plugin_device *dev, uint64_t global, uint32_t ports,
-                     struct tether_rpc_device_client *client)
-{
-    const struct plugin_ops *ops = dev->plugin->ops;
-    if (ops->l2_probe == NULL || !plugin_env_bool("TETHER_RPC_NEAR", true))
-        return;
-    uint64_t words = global + offsetof(struct tether_rpc_device_client, locks);
-    uint32_t base = (uint32_t)((4096 - words % 4096) % 4096 / sizeof(rpc_state_t));
-    if ((uint64_t)base + TETHER_RPC_NEAR_WINDOWS * TETHER_RPC_NEAR_SPAN > ports)
-        return;
-    uint32_t cycles[TETHER_RPC_NEAR_SMS * TETHER_RPC_NEAR_WINDOWS];
-    uint32_t sms = 0;
-    struct tether_error err = {""};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (ops->l2_probe(dev, words + base * sizeof(rpc_state_t), TETHER_RPC_NEAR_WINDOWS,
-                      TETHER_RPC_NEAR_SPAN * sizeof(rpc_state_t), cycles, TETHER_RPC_NEAR_SMS, &sms,
-                      &err) != TETHER_OK) {
-        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
-                   "rpc: L2 probe failed, ports not placed near SMs: %s", err.msg);
-        return;
-    }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double probe_ms =
-        (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    uint32_t count[TETHER_RPC_NEAR_WINDOWS];
-    uint32_t timed = tether_rpc_near_choose(client->near, cycles, sms, count);
-    uint64_t first = 0, chosen = 0;
-    for (uint32_t sm = 0; sm < sms; sm++) {
-        const uint32_t *c = cycles + (size_t)sm * TETHER_RPC_NEAR_WINDOWS;
-        first += c[0];
-        chosen += c[tether_rpc_near_window(client->near, sm)];
-    }
-    client->flags |= TETHER_RPC_CLIENT_NEAR | base << 16;
-    if (plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN) && timed != 0)
-        plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
-                   "rpc: small grids' ports near their SM: %u SMs on windows 0-3: %u/%u/%u/%u; "
-                   "a port lock %llu cycles on average (window 0 for all: %llu); the probe took "
-                   "%.1f ms",
-                   timed, count[0], count[1], count[2], count[3],
-                   (unsigned long long)(chosen / timed), (unsigned long long)(first / timed),
-                   probe_ms);
-}
-
 /* Kernels of these devices are threads of this process (the host backend, warp size 1, whose
  * client is a host thread): whatever the server shares with them is this process's memory, which
  * fork() copies.  On a GPU the driver's context and pinned memory stay with the parent. */
@@ -187,27 +134,30 @@ static bool rpc_host_device(const struct plugin_device *dev)
     return dev->limits.warp_size <= 1;
 }
 
-/* Writes the client into the image's global (and its constant-memory copy): fresh port locks. */
+/* Writes the client, as the server library made it, into the image's global (fresh port locks),
+ * then lets the backend copy it where its device code also reads it (ops->rpc_client_copy). */
 static tether_status_t rpc_client_write(struct plugin_device *dev, struct rpc_image_server *node,
                                         struct tether_error *err)
 {
+    const struct plugin_ops *ops = dev->plugin->ops;
     size_t size = tether_rpc_client_size();
     unsigned char *buf = malloc(size);
+    struct plugin_async *pa = NULL;
     tether_status_t rc;
 
     if (buf == NULL) {
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "RPC server: out of memory");
     }
     rc = tether_rpc_server_client_bytes(node->srv, node->global, buf, size);
-    if (rc == TETHER_OK && !rpc_host_device(dev)) {
-        rpc_near(dev, node->global, node->ports, (struct tether_rpc_device_client *)buf);
-    }
     if (rc == TETHER_OK) {
         rc = plugin_write_device(dev, (void *)(uintptr_t)node->global, buf, size, err);
     }
-    if (rc == TETHER_OK && node->const_global != NULL) {
-        /* NVIDIA images read the client's fixed part from constant memory. */
-        rc = plugin_write_device(dev, node->const_global, buf, tether_rpc_client_const_size(), err);
+    if (rc == TETHER_OK && ops->rpc_client_copy != NULL) {
+        rc = plugin_queue_begin(dev, NULL, &pa, err);
+        if (rc == TETHER_OK) {
+            rc = ops->rpc_client_copy(dev, node->module, buf, size, pa->queue, err);
+            rc = plugin_queue_end(dev, NULL, pa, rc, err);
+        }
     }
     free(buf);
     return rc;
@@ -336,30 +286,12 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     if (node == NULL)
         return plugin_error_set(err, TETHER_ERR_NO_MEMORY, "RPC server: out of memory");
     node->dev = dev;
+    node->module = loaded->module;
     node->global = (uint64_t)(uintptr_t)global;
-    node->ports = ports;
     node->pid = getpid();
     rc = tether_rpc_server_create(&cfg, &node->srv, err);
     if (rc != TETHER_OK)
         goto free_node;
-    {
-        /* NVIDIA images also hold the client's fixed part in constant memory (optional). */
-        void *cglobal = NULL;
-        size_t csize = 0;
-        struct tether_error lookup_err = {""};
-        if (ops->global_lookup(dev, loaded->module, PLUGIN_RPC_CLIENT_CONST_SYMBOL, &cglobal,
-                               &csize, &lookup_err) == TETHER_OK) {
-            if (csize != tether_rpc_client_const_size()) {
-                rc = plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
-                                      "%s is %zu bytes, this plugin's RPC server expects %zu "
-                                      "(libtether-device.a and plugin from different versions?)",
-                                      PLUGIN_RPC_CLIENT_CONST_SYMBOL, csize,
-                                      tether_rpc_client_const_size());
-                goto destroy;
-            }
-            node->const_global = cglobal;
-        }
-    }
     rc = rpc_client_write(dev, node, err);
     if (rc != TETHER_OK)
         goto destroy;

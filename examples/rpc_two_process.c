@@ -10,7 +10,8 @@
  * thread answers the calls.  The child is the client: it maps the memfd itself, finds the port
  * memory at the offset the server wrote into the mapping's header (so addresses need not match
  * between the processes), and makes calls with the port protocol's host client
- * (<tether/port/rpc.h>) and the message framing of <tether/rpc_opcodes.h>: a user call that
+ * (<tether/port/rpc.h>, its streams <tether/port/rpc_stream.h>) and the message framing of
+ * <tether/rpc_opcodes.h>: a user call that
  * gets an answer, a long request and answer spread over many 64-byte packets, a call to an
  * opcode nobody registered, and the built-in WRITE service, which the server prints.
  *
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include <tether/port/rpc.h>
+#include <tether/port/rpc_stream.h>
 #include <tether/rpc.h>
 #include <tether/rpc_opcodes.h>
 
@@ -94,7 +96,7 @@ static void answer_packet(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 /*
  * One call: the request message (tether/rpc_opcodes.h, MESSAGES: a uint64 length, then the
  * bytes, over one lane's 64-byte buffer, packet by packet), then for a synchronous call the
- * answer.  Its head (rpc.h, ANSWER HEADS) says that it came; a short answer is all in the head
+ * answer.  Its head (rpc.h, I3) says that it came; a short answer is all in the head
  * (tether/rpc_opcodes.h, inline answers) and then the buffers may not hold it, else the answer
  * message is in the buffers: struct tether_rpc_answer, then the handler's bytes.  Returns the
  * call's status (enum tether_rpc_call_status); the handler's bytes go to out (at most cap),

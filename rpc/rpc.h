@@ -1,212 +1,103 @@
 /*
- * rpc/rpc.h - the port protocol: mutually exclusive use of shared buffers by
- * a client (usually a GPU) and a server (usually the host), header only.
+ * rpc/rpc.h - the port protocol: a client (usually a GPU) and a server (usually a host thread)
+ * take turns using per-port buffers in one shared region.  Header only, freestanding C11 (fixed-
+ * width types, no libc, no allocation, no failure after *_init()); the same source compiles for
+ * the host and, under clang, for nvptx64 and amdgcn (rpc_arch.h: every access to a shared word);
+ * device code includes it inside `#pragma omp declare target`.  Streams of any length over a
+ * port: rpc_stream.h.  Design and proof: docs/rpc-protocol.md.
  *
- * ROLE
- *   A client and a server share one zero-initialised region of memory (pinned
- *   host memory for a GPU, a MAP_SHARED mapping for two processes, plain
- *   memory for two threads).  The region holds `ports` independent ports; a
- *   port is a mailbox pair (one flag byte per side), a header (opcode, lane
- *   mask, call seq, answer head) and one 64-byte buffer per lane.  A call
- *   takes one port: the client opens it with an opcode, then client and
- *   server alternate send and recv on its buffers, then both close it.
- *   Once the region exists there are no failure modes: nothing here returns
- *   an error after *_init().
+ * THE REGION (rpc_region_size(ports, lanes) bytes, 64-byte aligned, zeroed before either side
+ * starts): the client outbox and the server outbox (a flag byte per port each), a struct
+ * rpc_header per port, `lanes` 64-byte buffers per port.  Bit 0 of a flag is its side's outbox
+ * bit; bit 1 of a client flag marks a short request.  Each side's locks are in its own private
+ * memory (rpc_lock_size(ports) bytes, zeroed): the server's bitmap, the client's state words.
  *
- *   The same source compiles for the host (C11 atomics) and, under clang, for
- *   nvptx64 and amdgcn (see rpc_arch.h); include it inside
- *   `#pragma omp declare target` for device code.  Freestanding: fixed-width
- *   types, no libc, no allocation.  docs/rpc-protocol.md explains the design.
+ * INVARIANTS
+ *   I1 Ownership.  For a port let c be the client's outbox bit and s the server's: c == s, the
+ *      client owns the port's header and buffers; c != s, the server owns them.  A side touches
+ *      them only while it owns them and hands them over by flipping its own bit.  So exactly one
+ *      side owns a port at any time.
+ *   I2 One holder per side.  Among the agents of one side (warps, threads) one caller at a time
+ *      holds a port, through the side's private lock.
+ *   I3 Heads (outside I1).  The server stores a head right after the flip of each of its sends:
+ *      two words, each the call's tag (0x8000 | seq) in its low 16 bits and 48 bits of payload.
+ *      The client zeroes the head before each of its fenced flips, the server at the open of a
+ *      short request.  Both words carrying the call's tag mean the server's flip came first: the
+ *      client owns the port, and the payload came with the same read.
+ *   I4 Request words.  req[] is zero whenever the client owns the port: only a short request
+ *      writes them (each tagged as a head word), and the server zeroes those it read before its
+ *      flip hands the port back.  So any tagged word the server finds is this request's.
+ *   I5 Client state word: protocol state only.  LOCK; OUT, the client's outbox bit at the last
+ *      close (its own flag store may still be on its way); KNOWN, set by a close of a port the
+ *      client still owns, which the server cannot flip before the client does, so the next
+ *      opener takes OUT from the word and reads no flag; READ, buffers read since the last
+ *      fenced flip; the seq of the port's last call.
  *
- * LAYOUT of the region (rpc_region_size(ports, lanes) bytes, 64-byte aligned;
- * every part starts on a 64-byte boundary):
- *     [client outbox: ports x u8, 0 or 1]  written by the client only
- *     [server outbox: ports x u8, 0 or 1]  written by the server only
- *     [header x ports: {u64 lane_mask; u32 opcode; u32 seq; u64 head[2]}]
- *     [buffer x ports x lanes: 64 bytes]  port p, lane l at p * lanes + l
- *   Each side's outbox is the other side's inbox.  A flag byte has one
- *   writer: the agent of its side that holds the port.
+ * WHO WRITES WHICH WORD
+ *   client flag, state word        the port's client holder
+ *   server flag, its bitmap bit    the port's server holder
+ *   header lane_mask, opcode, seq  client at its first fenced send; server from a short request
+ *   header head[2]                 see I3
+ *   header req[]                   see I4
+ *   buffers                        the side that owns the port (I1)
  *
- * OWNERSHIP (the whole protocol)
- *   For port p let c = client outbox bit, s = server outbox bit.
- *     c == s : the client owns the port's header and buffers;
- *     c != s : the server owns them.
- *   A side touches a port's header or buffers only while it owns them, and
- *   gives them away by flipping its own outbox bit (never the other side's).
- *   So each flip hands a token across; at any moment exactly one side owns.
- *   Among the agents of one side (warps of a GPU, threads of a host), a port
- *   is held by one caller at a time through a lock in that side's own memory
- *   (never in the shared region): the server's lock bitmap, the client's
- *   state word per port.
+ * MEMORY ORDERING (each rule's instructions per target: rpc_arch.h, docs/rpc-protocol.md)
+ *   W1 Waiting: relaxed loads of the other side's flag (a value that only says "maybe owned").
+ *   W2 Once a load showed ownership: one acquire fence before the first header or buffer access,
+ *      pairing with the other side's W3 (its writes seen by our reads, its reads done before our
+ *      writes).
+ *   W3 Handing over: a release store of this side's flag byte after the last buffer access (a
+ *      store, not a read-modify-write: the byte has one writer, I2).
+ *   H  Heads: the server's release stores after its W3; the client's relaxed zero stores before
+ *      its W3; the client's acquire loads, which order the buffer reads after them.
+ *   S  Short request: relaxed stores of the tagged req words, then the flag with no fence, or
+ *      with W3's when buffers were read since the last fenced flip (READ: the fence completes
+ *      those reads).  The server loads the words after W2, takes them only when every one
+ *      carries the tag, and zeroes them before its W3.
+ *   L1 Lock: an acquire RMW of the side's private lock.  Unlock: a release (server: fetch_and of
+ *      its bit; client: one store of the next state word).  Every close is a release, so the next
+ *      holder sees the previous holder's flips and may trust the state word.
+ *   L2 Open re-checks ownership (W1 + W2) after L1: another agent of the same side may have
+ *      served and closed the port between its scan and its lock.
+ *   The host side of a pair with a GPU uses the host rules: x86 keeps stores in order after
+ *   older loads and stores, so the GPU sees the host's flip and head after its buffer accesses.
  *
- *   client: open   lock a port with c == s (the call's seq: the port's call
- *                  count, kept in the client's private state word)
- *           send   [wait until owned] (first send: write the header with the
- *                  seq) fill buffers, clear the head, flip c; or, as the
- *                  first send of a one-lane port, a short request (below)
- *           recv   [if the previous op was a recv: clear the head, flip c]
- *                  wait for the head of this call, read buffers (or not)
- *           close  unlock (buffers stay with whoever owns them)
- *   server: open   lock a port with c != s (a call is waiting), read header
- *           recv   [if the previous op was a recv: flip s] wait until owned,
- *                  read buffers (the first recv after open does not wait)
- *           send   [wait until owned] fill buffers, flip s, store the head
- *           close  if the server still owns the port, flip s; unlock
- *   Every send is matched by a recv on the other side.  The client's first
- *   operation is a send, the server's first is a recv.  A client may close
- *   right after a send (fire and forget): the port then stays with the
- *   server (c != s), so client open skips it until the server's close hands
- *   it back.  Client open re-checks c == s after taking the lock.
+ * A CALL.  Client: open (lock a port with c == s; the call's seq is the last one plus one), send
+ * (wait until owned; the first send writes the header; fill, zero the head, flip; or, first and
+ * one lane only, a short request), recv (after a recv: zero the head, flip; wait for this call's
+ * head; read the buffers, or not), close (unlock; the buffers stay with their owner).  Server:
+ * open (lock a port with c != s; unpack a short request whose words all arrived, else leave it
+ * for later; read the header), recv (after a recv: flip; wait until owned; read), send (wait
+ * until owned; fill, flip, store the head), close (flip if it still owns the port; unlock).
+ * Every send is matched by a recv on the other side; the client starts with a send, the server
+ * with a recv.  A client may close right after a send (fire and forget): the port stays with
+ * the server until the server's close hands it back.
  *
- * ANSWER HEADS
- *   A client waiting for an answer does not poll the mailbox: it polls the
- *   port's head, two 64-bit words each holding a 16-bit tag and 48 bits of
- *   payload (rpc_port_set_head / rpc_port_head).  The server stores the head
- *   right after the flip of each send, tagged with the call's seq from the
- *   header; the client clears it (zero: no tag) before each of its fenced flips.
- *   When both words carry the tag of its call, the server's flip is already
- *   done (it came first), so the client owns the port, and the payload came
- *   with the same read: on a GPU one 16-byte load of host memory tells that
- *   the answer arrived and can hold all of it.  A head stored late, after
- *   the next call's client cleared it (a server answering a client that had
- *   left), carries the previous call's seq and is not taken; clearing makes a
- *   head from any earlier call invisible however the 8-bit seq wraps.  Each
- *   word is tagged because a reader may see one word new and the other old.
- *   The head is outside the ownership rule above: only the server stores a
- *   tag, only the client clears.
+ * THREADS AND LANES.  Any number of agents of one side may open at once on one struct rpc_client
+ * / rpc_server; an open port (rpc_port_t) belongs to its opener.  Ports never affect each other,
+ * and no progress between callers is assumed.  A call uses the lanes of its lane mask.  On a
+ * SIMT target all lanes of the mask make every call on the port together, each running per-lane
+ * callbacks for itself with its own element [0] of per-lane arrays (`lanes` at least the warp
+ * size), and open takes opcode and hint from the mask's first lane; on the host one thread acts
+ * for every lane of the mask in ascending order.  The server functions are meant for the host.
  *
- * SHORT REQUESTS
- *   A call's first packet, from a port of one lane, may travel as a short request instead
- *   (rpc_client_send_short): the header's req words carry it, each word with the call's tag
- *   (as heads) in its low 16 bits and 48 bits of payload.  req[0], the meta word, holds the
- *   opcode (bits 16..47), the lane (48..53) and the number n of data words (54..57); req[1..n]
- *   hold the packet's bytes six at a time.  The client stores the words and then its flag
- *   byte with bit 1 (RPC_FLAG_SHORT) set, with no fence between them: on a GPU that fence is
- *   the costliest step of a call.  The words may thus reach the server after the flag.  The
- *   server, opening a port whose flag says short, checks that req[0] carries a tag and that
- *   req[1..n] carry the same one; until they all do it leaves the port and comes back.  Then
- *   it writes the header and the lane's buffer from the words, exactly as a fenced request
- *   would have left them, zeroes req[0..n] and the head, and the call goes on as any other.
- *   Why a word with the tag is a word of this request: the req words are zero whenever the
- *   client owns the port (the server zeroes what it read before its flip hands the port
- *   back), so only this request can have put a tag there.  The head: the client does not
- *   clear it (an unfenced clear could land after the answer); the server zeroes it at the
- *   open, before it can store this call's head.
- *   The fence also ordered the client's earlier buffer reads before the flag (no write of the
- *   server may be seen by them).  A client port's state records whether buffers were read
- *   since the last fenced flip (RPC_CS_READ, RPC_PS_READ); if so the short request's flag is
- *   fenced after all.  Reads of the head are acquire loads, so they need no such care.
- *
- * MEMORY ORDERING (what each step needs, and why)
- *   Shared words are accessed only through rpc_arch.h:
- *   W1 Waiting for ownership: relaxed loads of the other side's flag (and
- *      this side's) in a loop.  Relaxed is enough because no data is
- *      read through the value; it only says "maybe owned".
- *   W2 Once a load shows ownership: one ACQUIRE fence before the first
- *      access to the header or buffers.  It pairs with the other side's
- *      release flip (W3) and makes its buffer writes visible to our reads,
- *      and its buffer reads complete before our writes (no write of ours can
- *      be seen by a read it made before handing over).
- *   W3 Handing over: a RELEASE store of this side's outbox flag byte, after
- *      the last buffer access.  A store, not a read-modify-write: the byte
- *      belongs to this port alone and only the port's holder on this side
- *      writes it.  (Over PCIe a GPU's store is posted; an RMW on host memory
- *      is a round trip.)
- *   H  Heads: the server's release stores after its flip; the client's
- *      relaxed zero stores before its flip (whose release orders them); the
- *      client's acquire loads, which order the buffer reads that follow.
- *   S  Short requests: relaxed stores of the tagged req words, then the flag byte with no
- *      fence (fenced if buffers were read since the last fenced flip); the server's relaxed
- *      loads of the words after W2, its relaxed zero stores before its flip.
- *   L1 Lock: RMW fetch_or with acquire on the side's lock word (server: a
- *      bitmap; client: the port's state word); unlock: fetch_and (server) or
- *      a store of the next state (client) with release (but see L3).  A new
- *      holder thereby sees the previous holder's flips and so computes the
- *      port's outbox bit correctly.
- *   L2 Open re-checks ownership (W1 + W2) after L1: another agent of the same
- *      side may have served and closed the port between scan and lock.
- *   L3 Unfenced closes.  A client caller may name itself with a key
- *      (rpc_client_try_open_keyed): a non-zero value that no other caller able
- *      to open the port at the same time uses.  A keyed caller that read no
- *      buffers since its last fenced flip unlocks with a relaxed store that
- *      records UNFENCED and its key; every other close is L1's release (on a
- *      GPU the release is a MEMBAR.GPU, ~0.24 us, a tenth of a round trip).
- *      The next opener with the same key is the same caller: program order
- *      gives it what L1 would.  Any other opener ignores "known" on such a word
- *      and opens as after a send (W1 + W2 on the server's flag): its acquire
- *      pairs with the server's last flip, which the server makes after it read
- *      the previous caller's request and after its own last access to the
- *      header, request words and buffers, so all of those happen before this
- *      opener's accesses.  What the PTX model no longer bounds is how old the
- *      flag value that opener reads may be: a value two flips old would say
- *      "owned" too early.  L1's release used to bound it (the previous holder
- *      had seen the newer flip); after an unfenced close it rests on the link:
- *      the flag is read from host memory by a system-scope load issued after
- *      the previous caller's close, which followed its read of the server's
- *      answer, stored after the flip.  The device library gives keys only to
- *      threads of grids with at most one thread per port, so this applies only
- *      between grids that run at the same time (rpc/device/device_client.c).  A
- *      busy open (L2 found the server's turn) puts the word back as it was, with
- *      a release if the close that left it had one.
- *   Host threads (C11): W1 memory_order_relaxed loads, W2
- *   atomic_thread_fence(memory_order_acquire), W3 atomic_store_explicit(
- *   memory_order_release), L1 fetch_or acquire / fetch_and or store release.
- *   (Under ThreadSanitizer W2 becomes an acquire re-load of the same flag,
- *   which TSan models; the fence it does not.)
- *   GPU and host over PCIe (system scope): W1 ld.volatile (nvptx, =
- *   ld.relaxed.sys) / relaxed system-scope atomic load (amdgcn); W2
- *   fence.acq_rel.sys / fence acquire system; W3 every lane fences
- *   (fence.acq_rel.sys / fence release system), the warp synchronises, one
- *   lane stores the byte; heads: one ld.acquire.sys.v2.u64.  The GPU-side
- *   locks are device-scope (atom.acquire.gpu / st.release.gpu, st.relaxed.gpu
- *   for L3).  The host
- *   side of a PCIe pair uses the host rules: x86 stores are not reordered
- *   with older loads or stores, so the host's flip and head are ordered
- *   after its buffer accesses as the GPU observes them.
- *
- * THREAD SAFETY
- *   Any number of agents of one side may call open concurrently on one
- *   struct rpc_client / rpc_server; an open port (rpc_port_t) belongs to the
- *   caller that opened it and must not be used by two callers at once.
- *   Distinct ports never affect each other; no forward progress between
- *   callers is assumed (a caller stalled on its port blocks only that port).
- *   On a SIMT target all lanes of the port's lane mask make every call on the
- *   port together (convergently); on the host one thread acts for all lanes.
- *   Lanes may reach one call with different arguments (merged or
- *   reconverged branches): open takes the opcode and hint of the mask's
- *   first lane, the per-lane data stays per lane.
- *
- * LANES
- *   A port has `lanes` 64-byte buffers; a call uses the lanes in its lane
- *   mask.  Per-lane callbacks (rpc_lane_fn) run once per active lane: on a
- *   SIMT target each lane runs it for itself, on the host the calling thread
- *   runs it for every lane of the mask in ascending order.  Per-lane arrays
- *   (send_n/recv_n) are indexed by lane on the host and are the lane's own
- *   element ([0]) on a SIMT target.  On a SIMT target `lanes` must be at
- *   least the warp size.  The server functions are meant for the host; on a
- *   SIMT target they compile but act as one lane.
- *
- * MISUSE
- *   With NDEBUG undefined (host: assert) or RPC_DEBUG defined (trap where
- *   assert is off) misuse stops the program: a port handle
- *   not made by an open of this process object, use after close, a recv
- *   before the client's first send, a send before the server's first recv,
- *   another operation between recv_n_size and recv_n_data, a lane mask
- *   outside the lane count.
+ * MISUSE (checked with NDEBUG undefined or RPC_DEBUG defined: assert on the host, else a trap):
+ * a handle not made by an open of this process object, use after close, a recv before the
+ * client's first send, a send before the server's first recv, another operation between
+ * recv_n_size and recv_n_data (rpc_stream.h), a lane mask outside the lane count.
  */
 #ifndef TETHER_RPC_H
 #define TETHER_RPC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdbool.h>
 
 #include "rpc_arch.h"
 #include "tether/status.h"
 
-/* Checks: on with NDEBUG undefined or RPC_DEBUG defined.  A program may
- * define RPC_ASSERT(cond) itself before including this header (e.g. to
- * report a failing check from a GPU before trapping). */
+/* Checks: on with NDEBUG undefined or RPC_DEBUG defined.  A program may define RPC_ASSERT(cond)
+ * before including this header (e.g. to report a failing check from a GPU before trapping). */
 #if !defined(NDEBUG) || defined(RPC_DEBUG)
 #define RPC_CHECKS 1
 #if !defined(RPC_ASSERT)
@@ -223,36 +114,25 @@
 #define RPC_ASSERT(cond) ((void)0)
 #endif
 
-/* ---- limits and layout ------------------------------------------------- */
+/* ---- limits and layout ------------------------------------------------------------------- */
 
-#define RPC_PORTS_MAX (1u << 20) /* ports per region */
-#define RPC_LANES_MAX 64u        /* lanes per port (bits of a lane mask) */
-#define RPC_BUFFER_SIZE 64u      /* bytes per lane buffer */
-#define RPC_ALIGN 64u            /* alignment of the region and its parts */
+#define RPC_PORTS_MAX (1u << 20)                /* ports per region */
+#define RPC_LANES_MAX 64u                       /* lanes per port (bits of a lane mask) */
+#define RPC_BUFFER_SIZE 64u                     /* bytes per lane buffer */
+#define RPC_ALIGN 64u                           /* alignment of the region and its parts */
+#define RPC_STREAM_FIRST (RPC_BUFFER_SIZE - 8u) /* data bytes of a stream's first packet */
+#define RPC_SHORT_DATA 11u            /* data words of a short request, six packet bytes each */
+#define RPC_SHORT_MAX RPC_BUFFER_SIZE /* bytes a short request carries: a whole packet */
+#define RPC_FLAG_SHORT 0x2u           /* bit 1 of a client flag: the flip sends a short request */
+#define RPC_HEAD_BITS 48u             /* payload bits of a head word (the low 16 hold the tag) */
 
-/* Bytes of a stream's first packet that carry data (the first 8 hold the
- * lane's total length); later packets carry RPC_BUFFER_SIZE bytes. */
-#define RPC_STREAM_FIRST (RPC_BUFFER_SIZE - 8u)
-
-/* One lane's buffer. */
 struct rpc_buffer {
     uint64_t data[RPC_BUFFER_SIZE / 8];
 };
 
-/* Words of a short request (SHORT REQUESTS above): a meta word and RPC_SHORT_DATA words of six
- * packet bytes each, enough for a whole 64-byte packet. */
-#define RPC_SHORT_DATA 11u
-_Static_assert(RPC_SHORT_WORDS == 1u + RPC_SHORT_DATA, "short request words");
-
-/* Bit 1 of a client flag byte: this flip sends a short request (bit 0 is the outbox bit). */
-#define RPC_FLAG_SHORT 0x2u
-
-/* Per-port header.  {lane_mask, opcode, seq}: written by the client with its first (fenced) send,
- * read by the server; for a short request the server writes them itself from req[0].  head: the
- * answer notice (ANSWER HEADS above): the server stores it right after each send's flip, the
- * client clears it before each of its fenced flips, the server at the open of a short request.
- * req: the tagged words of a short request, written by the client, read and zeroed by the
- * server (zero whenever the client owns the port). */
+/* A port's header (WHO WRITES WHAT, above).  req[0], the meta word of a short request: its tag
+ * (bits 0..15), opcode (16..47), lane (48..53) and number n of data words (54..57); req[1..n]:
+ * the tag and six packet bytes each. */
 struct rpc_header {
     uint64_t lane_mask;
     uint32_t opcode;
@@ -261,9 +141,8 @@ struct rpc_header {
     rpc_head_word_t req[RPC_SHORT_WORDS];
 };
 
-/* Bits of payload in each head word (the low 16 bits hold the tag). */
-#define RPC_HEAD_BITS 48u
-
+_Static_assert(RPC_SHORT_WORDS == 1u + RPC_SHORT_DATA, "short request words");
+_Static_assert(RPC_SHORT_WORDS % 2 == 0, "request words go in pairs");
 _Static_assert(sizeof(struct rpc_buffer) == RPC_BUFFER_SIZE, "rpc_buffer layout");
 _Static_assert(sizeof(struct rpc_header) == 128, "rpc_header layout");
 _Static_assert(sizeof(rpc_word_t) == 4 && sizeof(rpc_state_t) == 8, "lock and state words");
@@ -280,15 +159,14 @@ static inline bool rpc_config_valid(uint32_t ports, uint32_t lanes)
     return ports >= 1 && ports <= RPC_PORTS_MAX && lanes >= 1 && lanes <= RPC_LANES_MAX;
 }
 
-/* Number of 32-bit words of one bitmap. */
+/* Number of 32-bit words of the server's lock bitmap. */
 static inline uint32_t rpc_bitmap_words(uint32_t ports)
 {
     return (ports + 31) / 32;
 }
 
-/* Offsets of the parts of the region (see LAYOUT); valid configs only.  The outboxes: one flag
- * byte per port each (rounded up to 64 bytes, so that 32 flags are read as whole 8- or 16-byte
- * words). */
+/* Offsets of the region's parts (valid configurations only).  An outbox is rounded up to 64
+ * bytes, so that 32 flags are read as whole 8- or 16-byte words. */
 static inline uint64_t rpc_client_outbox_offset(uint32_t ports)
 {
     (void)ports;
@@ -310,9 +188,7 @@ static inline uint64_t rpc_buffer_offset(uint32_t ports)
     return rpc_header_offset(ports) + rpc_align_((uint64_t)ports * sizeof(struct rpc_header));
 }
 
-/* Size in bytes of the shared region for `ports` x `lanes`; 0 when the
- * configuration is not valid.  The region must be 64-byte aligned and zeroed
- * before either side is initialised. */
+/* Bytes of the shared region for `ports` x `lanes`; 0 for an invalid configuration. */
 static inline uint64_t rpc_region_size(uint32_t ports, uint32_t lanes)
 {
     if (!rpc_config_valid(ports, lanes))
@@ -320,15 +196,9 @@ static inline uint64_t rpc_region_size(uint32_t ports, uint32_t lanes)
     return rpc_buffer_offset(ports) + (uint64_t)ports * lanes * RPC_BUFFER_SIZE;
 }
 
-/* Size in bytes of one side's private memory (its own, zeroed, 8-byte aligned, never shared
- * with the other side): one 64-bit word per port; 0 when ports is not valid.  The server uses
- * the first ceil(ports / 32) 32-bit words as its lock bitmap.  The client keeps a state word per
- * port (RPC_CS_*): its lock bit; "known", set by a client that closed a port it owned (its last
- * step was a receive, so the server cannot flip that port before the client does), with the
- * client's outbox bit at that close; the port's call count (the seq of ANSWER HEADS); and, for
- * a close without a fence, the closer's key (L3).  One atomic takes the lock and reads all of
- * it; a client opening a known port reads no mailbox (on a GPU two round trips over the link
- * saved), and one store at close writes it back and unlocks. */
+/* Bytes of one side's private memory (8-byte aligned, zeroed): a 64-bit word per port; 0 when
+ * `ports` is not valid.  The server uses the first rpc_bitmap_words(ports) 32-bit words as its
+ * lock bitmap, the client the words as the ports' state words (I5). */
 static inline uint64_t rpc_lock_size(uint32_t ports)
 {
     if (ports < 1 || ports > RPC_PORTS_MAX)
@@ -336,32 +206,28 @@ static inline uint64_t rpc_lock_size(uint32_t ports)
     return (uint64_t)ports * sizeof(rpc_state_t);
 }
 
-/* Bits of a client port's state word. */
-#define RPC_CS_LOCK 0x1u      /* held by a client caller */
-#define RPC_CS_KNOWN 0x2u     /* client-owned since its last close */
-#define RPC_CS_OUT 0x4u       /* the client's outbox bit at the last close */
-#define RPC_CS_READ 0x8u      /* with KNOWN: buffers were read since the last fenced flip */
-#define RPC_CS_UNFENCED 0x10u /* closed without a fence by the caller of the key */
-#define RPC_CS_SEQ_SHIFT 8u   /* bits 8..15: seq of the port's last call */
-#define RPC_CS_USER_SHIFT 16u /* bits 16..31: the callers' own (rpc_port_user) */
-#define RPC_CS_KEY_SHIFT 32u  /* bits 32..63: with UNFENCED, the key of that caller */
+/* Bits of a client port's state word (I5). */
+#define RPC_CS_LOCK 0x1u    /* held by a client caller */
+#define RPC_CS_KNOWN 0x2u   /* client-owned since its last close */
+#define RPC_CS_OUT 0x4u     /* the client's outbox bit at the last close */
+#define RPC_CS_READ 0x8u    /* with KNOWN: buffers were read since the last fenced flip */
+#define RPC_CS_SEQ_SHIFT 8u /* bits 8..15: seq of the port's last call */
 
-/* ---- process objects ---------------------------------------------------- */
+/* ---- process objects and handles --------------------------------------------------------- */
 
-/* One side's view of a region.  Holds only pointers and sizes, so a host can
- * build a client for a GPU (with device addresses) and copy it into device
- * memory bit for bit: the layout is the same for host and device compiles. */
+/* One side's view of a region: pointers and sizes only, with one layout in host and device
+ * compiles, so a host can build a client with device addresses and copy it to the device. */
 struct rpc_process {
-    rpc_flag_t *cflags;         /* client outbox: a flag byte per port */
-    rpc_flag_t *sflags;         /* server outbox: a flag byte per port */
+    rpc_flag_t *cflags;         /* client outbox */
+    rpc_flag_t *sflags;         /* server outbox */
     struct rpc_header *headers; /* ports entries */
     struct rpc_buffer *buffers; /* ports x lanes entries */
-    rpc_word_t *locks;          /* private memory: server lock bitmap / client rpc_state_t */
+    rpc_word_t *locks;          /* private memory: server lock bitmap / client state words */
     uint32_t ports;
     uint32_t lanes;
     uint32_t words;  /* rpc_bitmap_words(ports) */
     uint32_t server; /* 0: client, 1: server */
-    rpc_word_t next; /* server: where the next scan starts (rotating) */
+    rpc_word_t next; /* server: where the next sweep starts */
     uint32_t reserved;
 };
 
@@ -375,9 +241,8 @@ struct rpc_server {
     struct rpc_process process;
 };
 
-/* An open port.  Obtained only from an open function and passed by pointer
- * to the operations; the fields are private (trailing underscore).  In
- * checked builds `key_` ties the handle to its process object and index. */
+/* An open port, made only by an open function and passed by pointer to the operations; its
+ * fields are private.  In checked builds key_ ties it to its process object and index. */
 typedef struct rpc_port {
     uint64_t lane_mask_;
     uint64_t head_[2]; /* server: payload of the next send's head; client: of the last recv's */
@@ -385,29 +250,26 @@ typedef struct rpc_port {
     uint32_t opcode_;
     uint32_t state_;
     uint32_t key_;
-    uint32_t seq_;   /* the call's seq (header) */
-    uint32_t user_;  /* client: the state word's user bits (rpc_port_user) */
-    uint32_t owner_; /* client: the opener's key (rpc_client_try_open_keyed), 0 for none */
-    uint32_t pad_;
+    uint32_t seq_; /* the call's seq */
 } rpc_port_t;
 
-_Static_assert(sizeof(rpc_port_t) == 56, "rpc_port layout");
+_Static_assert(sizeof(rpc_port_t) == 48, "rpc_port layout");
 
-/* Per-lane callback of send/recv: `buffer` is lane `lane`'s 64 bytes, owned by
- * the caller for the duration of the call. */
+/* Per-lane callback of send/recv: `buffer` is lane `lane`'s 64 bytes, the caller's for the
+ * duration of the callback. */
 typedef void (*rpc_lane_fn)(struct rpc_buffer *buffer, uint32_t lane, void *arg);
 
-/* ---- private helpers ---------------------------------------------------- */
+/* ---- private helpers --------------------------------------------------------------------- */
 
 enum {
-    RPC_PS_OPEN = 1u << 0,     /* obtained from open, not closed yet */
+    RPC_PS_OPEN = 1u << 0,     /* made by open, not closed yet */
     RPC_PS_SERVER = 1u << 1,   /* server-side handle */
     RPC_PS_OWNED = 1u << 2,    /* this side owns the buffers now */
     RPC_PS_RECEIVED = 1u << 3, /* the last operation was a recv */
-    RPC_PS_FIRST = 1u << 4,    /* no send/recv yet since open */
+    RPC_PS_FIRST = 1u << 4,    /* no send or recv since open */
     RPC_PS_STREAM = 1u << 5,   /* between recv_n_size and recv_n_data */
-    RPC_PS_OUT = 1u << 6,      /* value of this side's outbox bit */
-    RPC_PS_READ = 1u << 7,     /* client: buffers read since the last fence (SHORT REQUESTS) */
+    RPC_PS_OUT = 1u << 6,      /* this side's outbox bit */
+    RPC_PS_READ = 1u << 7,     /* client: buffers read since the last fenced flip */
 };
 
 static inline uint32_t rpc_port_key_(const struct rpc_process *process, uint32_t index)
@@ -416,7 +278,6 @@ static inline uint32_t rpc_port_key_(const struct rpc_process *process, uint32_t
     return (uint32_t)(p ^ (p >> 32)) ^ (index * 0x9e3779b9u) ^ 0x7e7e5a17u;
 }
 
-/* The client's state word of port `index`. */
 static inline rpc_state_t *rpc_state_(const struct rpc_process *process, uint32_t index)
 {
     return (rpc_state_t *)(void *)process->locks + index;
@@ -433,8 +294,8 @@ static inline struct rpc_buffer *rpc_slot_(const struct rpc_process *process,
     return process->buffers + (uint64_t)port->index_ * process->lanes;
 }
 
-/* Checked builds: the handle was made by open on this process object, is
- * still open, and its lock bit is still held. */
+/* Checked builds: the handle was made by an open of this process object, is still open, and its
+ * lock is still held. */
 static inline void rpc_port_check_(struct rpc_process *process, const rpc_port_t *port)
 {
 #if RPC_CHECKS
@@ -454,73 +315,51 @@ static inline void rpc_port_check_(struct rpc_process *process, const rpc_port_t
 #endif
 }
 
-/* The other side's outbox flag of this port (relaxed). */
+/* The other side's flag of port `index` (the inbox), and this side's. */
 static inline rpc_flag_t *rpc_in_flag_(struct rpc_process *process, uint32_t index)
 {
     return process->server ? &process->cflags[index] : &process->sflags[index];
 }
 
-/* This side's outbox flag of this port. */
 static inline rpc_flag_t *rpc_out_flag_(struct rpc_process *process, uint32_t index)
 {
     return process->server ? &process->sflags[index] : &process->cflags[index];
 }
 
-static inline uint32_t rpc_in_bit_(struct rpc_process *process, uint64_t mask, uint32_t index)
-{
-    return rpc_arch_flag_load(mask, rpc_in_flag_(process, index)) & 1u;
-}
-
-/* W2 after rpc_in_bit_ showed ownership. */
-static inline void rpc_acquire_in_(struct rpc_process *process, uint64_t mask, uint32_t index)
-{
-    rpc_arch_acquire_flag(mask, rpc_in_flag_(process, index));
-}
-
-/* W1: does this side own the port now?  (Relaxed load of the other side's outbox.) */
-static inline bool rpc_owned_(struct rpc_process *process, const rpc_port_t *port)
-{
-    uint32_t in_bit = rpc_in_bit_(process, port->lane_mask_, port->index_);
-    uint32_t out_bit = (port->state_ & RPC_PS_OUT) ? 1u : 0u;
-    return (in_bit ^ out_bit) == process->server;
-}
-
-/* W1 + W2 for an operation that needs the buffers: false if the other side
- * still has them. */
+/* W1 + W2 for an operation that needs the buffers: false while the other side has them. */
 static inline bool rpc_acquire_(struct rpc_process *process, rpc_port_t *port)
 {
     if (port->state_ & RPC_PS_OWNED)
         return true;
-    if (!rpc_owned_(process, port))
+    uint32_t in = rpc_arch_flag_load(port->lane_mask_, rpc_in_flag_(process, port->index_)) & 1u;
+    uint32_t out = (port->state_ & RPC_PS_OUT) ? 1u : 0u;
+    if ((in ^ out) != process->server)
         return false;
-    rpc_acquire_in_(process, port->lane_mask_, port->index_);
+    rpc_arch_acquire_flag(port->lane_mask_, rpc_in_flag_(process, port->index_));
     port->state_ |= RPC_PS_OWNED;
     return true;
 }
 
-/* The tag of the heads of call `seq`: never 0, the value of a cleared head word. */
+/* The tag of call `seq`'s heads and request words: never 0, the value of a cleared word. */
 static inline uint64_t rpc_head_tag_(uint32_t seq)
 {
     return 0x8000u | (seq & 0xffu);
 }
 
-/* W3: hand the buffers to the other side.  The client first clears the head (it owns the port,
- * and a head it would wait for can only be stored after this flip); the server stores the
- * head of its send right after the flip (ANSWER HEADS). */
+/* W3: hand the buffers over.  The client zeroes the head first (I3). */
 static inline void rpc_release_(struct rpc_process *process, rpc_port_t *port)
 {
     RPC_ASSERT(port->state_ & RPC_PS_OWNED);
     if (!process->server)
         rpc_arch_head_clear(port->lane_mask_, process->headers[port->index_].head);
-    /* A flag byte has one writer, the port's holder on its side: a release store. */
     rpc_arch_flag_store(port->lane_mask_, rpc_out_flag_(process, port->index_),
                         (port->state_ & RPC_PS_OUT) ? 0u : 1u);
     port->state_ ^= RPC_PS_OUT;
     port->state_ &= ~(uint32_t)(RPC_PS_OWNED | RPC_PS_READ); /* the flip fenced every read */
 }
 
-/* Client: has the head of the server's answer arrived?  Then the client owns the port (the
- * server stores the head after its flip), and the head's payload is in the handle. */
+/* Client: has this call's head arrived (I3)?  Then the client owns the port, and the head's
+ * payload is in the handle. */
 static inline bool rpc_head_arrived_(struct rpc_process *process, rpc_port_t *port)
 {
     uint64_t w0, w1, tag = rpc_head_tag_(port->seq_);
@@ -550,9 +389,13 @@ static inline void rpc_invoke_(const struct rpc_process *process, const rpc_port
 #endif
 }
 
-static inline void rpc_process_init_(struct rpc_process *process, void *region, uint32_t ports,
-                                     uint32_t lanes, void *locks, uint32_t server)
+static inline tether_status_t rpc_process_init_(struct rpc_process *process, void *region,
+                                                uint32_t ports, uint32_t lanes, void *locks,
+                                                uint32_t server)
 {
+    if (!process || !region || !locks || !rpc_config_valid(ports, lanes) ||
+        ((uintptr_t)region % RPC_ALIGN) != 0 || ((uintptr_t)locks % sizeof(rpc_state_t)) != 0)
+        return TETHER_ERR_INVALID;
     char *base = (char *)region;
     process->cflags = (rpc_flag_t *)(base + rpc_client_outbox_offset(ports));
     process->sflags = (rpc_flag_t *)(base + rpc_server_outbox_offset(ports));
@@ -565,22 +408,12 @@ static inline void rpc_process_init_(struct rpc_process *process, void *region, 
     process->server = server;
     rpc_arch_init(&process->next, 0);
     process->reserved = 0;
-}
-
-static inline tether_status_t rpc_process_check_args_(const void *process, const void *region,
-                                                      uint32_t ports, uint32_t lanes,
-                                                      const void *locks)
-{
-    if (!process || !region || !locks || !rpc_config_valid(ports, lanes))
-        return TETHER_ERR_INVALID;
-    if (((uintptr_t)region % RPC_ALIGN) != 0 || ((uintptr_t)locks % sizeof(rpc_state_t)) != 0)
-        return TETHER_ERR_INVALID;
     return TETHER_OK;
 }
 
-/* Server, a short request waiting on port `index` (SHORT REQUESTS): if every word it announces
- * has arrived, writes the header and the lane's buffer from them as a fenced request would have,
- * zeroes the words and the head, and returns true; false (nothing changed) while some word is
+/* Server, a short request waiting on port `index`: if every word it announces carries its tag,
+ * writes the header and the lane's buffer from the words as a fenced request would have left
+ * them, zeroes the words and the head, and returns true; false (nothing changed) while a word is
  * still on its way.  A meta word out of range (a broken client) opens a call with no lanes. */
 static inline bool rpc_server_unpack_short_(struct rpc_process *p, uint32_t index)
 {
@@ -613,109 +446,79 @@ static inline bool rpc_server_unpack_short_(struct rpc_process *p, uint32_t inde
     return true;
 }
 
-/* Tries to lock port `index` and checks (L2) that this side may start or
- * serve a call on it.  On success returns true with W2 done, this side's outbox bit in *out_p,
- * (client) the new call's seq in *seq_p, whether buffers were read since the last fence
- * (RPC_PS_READ or 0) in *read_p and the state word's user bits in *user_p (server: 0).
- * `key`: the client caller's key (L3), 0 for none. */
+/* Open, after the sweep: locks port `index` (L1) and checks (L2) that this side may start or
+ * serve a call on it.  On success W2 is done, and the handle is in *port_p: the client's with
+ * `opcode` and the next seq, the server's from the header (its lane mask clipped to the region's
+ * lanes, so that a corrupt header cannot index past the port).  false: nothing changed. */
 static inline bool rpc_try_take_(struct rpc_process *process, uint64_t mask, uint32_t index,
-                                 uint32_t key, uint32_t *out_p, uint32_t *seq_p, uint32_t *read_p,
-                                 uint32_t *user_p)
+                                 uint32_t opcode, rpc_port_t *port_p)
 {
-    uint32_t w = index / 32, bit = 1u << (index % 32);
+    uint32_t w = index / 32, bit = 1u << (index % 32), out, read = 0;
     uint64_t old = 0;
     if (process->server ? !rpc_arch_try_lock(mask, &process->locks[w], bit)
                         : !rpc_arch_lock_state(mask, rpc_state_(process, index), RPC_CS_LOCK, &old))
         return false;
-    *seq_p = (uint32_t)((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
-    *read_p = 0;
-    *user_p = (uint32_t)(old >> RPC_CS_USER_SHIFT) & 0xffffu;
-    /* A close without a fence (L3) is known only to the caller that made it.  One predicate
-     * from bit operations, not a chain of branches: on a GPU each branch after the lock's
-     * atomic is on the call's path. */
-    bool trusted =
-        ((old & RPC_CS_KNOWN) != 0) & (((old & RPC_CS_UNFENCED) == 0) |
-                                       ((key != 0) & ((uint32_t)(old >> RPC_CS_KEY_SHIFT) == key)));
-    if (trusted) {
-        /* Known client-owned since its last close: the outbox bit then is the one now. */
-        *out_p = (old & RPC_CS_OUT) ? 1u : 0u;
-        *read_p = (old & RPC_CS_READ) ? RPC_PS_READ : 0u;
-        return true;
+    if (old & RPC_CS_KNOWN) { /* client-owned since the last close: OUT is the bit now (I5) */
+        out = (old & RPC_CS_OUT) ? 1u : 0u;
+        read = (old & RPC_CS_READ) ? RPC_PS_READ : 0u;
+    } else {
+        uint32_t in_flag = rpc_arch_flag_load(mask, rpc_in_flag_(process, index));
+        out = process->server ? rpc_arch_flag_load(mask, rpc_out_flag_(process, index)) & 1u
+                              : ((old & RPC_CS_OUT) ? 1u : 0u);
+        bool owned = ((in_flag & 1u) != out) == (process->server != 0);
+        if (owned)
+            rpc_arch_acquire_flag(mask, rpc_in_flag_(process, index));
+        if (!owned || (process->server && (in_flag & RPC_FLAG_SHORT) &&
+                       !rpc_server_unpack_short_(process, index))) {
+            if (process->server)
+                rpc_arch_unlock(mask, &process->locks[w], bit);
+            else
+                rpc_arch_unlock_state(mask, rpc_state_(process, index), old); /* as it was */
+            return false;
+        }
     }
-    /* The client's own outbox bit is in its state word (every close records it): a GPU's flag
-     * store may still be on its way to host memory when the next holder opens. */
-    uint32_t in_flag = rpc_arch_flag_load(mask, rpc_in_flag_(process, index)), in = in_flag & 1u;
-    uint32_t out = process->server ? rpc_arch_flag_load(mask, rpc_out_flag_(process, index)) & 1u
-                                   : ((old & RPC_CS_OUT) ? 1u : 0u);
-    if ((in != out) != (process->server != 0))
-        goto busy;
-    rpc_acquire_in_(process, mask, index);
-    if (process->server && (in_flag & RPC_FLAG_SHORT) && !rpc_server_unpack_short_(process, index))
-        goto busy;
-    *out_p = out;
-    return true;
-busy:
-    if (process->server)
-        rpc_arch_unlock(mask, &process->locks[w], bit);
-    else /* as it was, and with a release if the close that left it had one (L1, L3) */
-        rpc_arch_unlock_state(mask, rpc_state_(process, index), old, !(old & RPC_CS_UNFENCED));
-    return false;
-}
-
-static inline rpc_port_t rpc_port_make_(const struct rpc_process *process, uint32_t index,
-                                        uint64_t mask, uint32_t opcode, uint32_t out, uint32_t seq,
-                                        uint32_t read, uint32_t user, uint32_t key)
-{
     rpc_port_t port;
-    port.owner_ = key;
-    port.pad_ = 0;
     port.lane_mask_ = mask;
-    port.head_[0] = 0;
-    port.head_[1] = 0;
-    port.seq_ = seq;
-    port.user_ = user;
+    port.head_[0] = port.head_[1] = 0;
     port.index_ = index;
     port.opcode_ = opcode;
+    port.seq_ = (uint32_t)((old >> RPC_CS_SEQ_SHIFT) + 1u) & 0xffu;
+    if (process->server) {
+        const struct rpc_header *header = &process->headers[index];
+        port.lane_mask_ = header->lane_mask & rpc_lanes_mask_(process);
+        port.opcode_ = header->opcode;
+        port.seq_ = header->seq;
+    }
     port.state_ = RPC_PS_OPEN | RPC_PS_OWNED | RPC_PS_FIRST | (out ? RPC_PS_OUT : 0u) |
                   (process->server ? RPC_PS_SERVER : 0u) | read;
     port.key_ = rpc_port_key_(process, index);
-    return port;
+    *port_p = port;
+    return true;
 }
 
-/* The client's first send of a call writes {lane_mask, opcode, seq} into the header (a short
- * request carries them in its meta word instead).  Host: lane mask and opcode are written only
- * when they change.  A GPU always writes: its stores to host memory are posted, a read is a
- * round trip over the link. */
-static inline void rpc_header_write_(struct rpc_process *p, const rpc_port_t *port)
-{
-    struct rpc_header *header = &p->headers[port->index_];
-    if (rpc_arch_is_first_lane(port->lane_mask_)) {
-        if (RPC_ARCH_SIMT || header->lane_mask != port->lane_mask_ ||
-            header->opcode != port->opcode_) {
-            header->lane_mask = port->lane_mask_;
-            header->opcode = port->opcode_;
-        }
-        header->seq = port->seq_;
-    }
-}
+/* ---- operations of both sides ------------------------------------------------------------ */
 
-/* Operations shared by both sides.  Return false: still the other side's
- * turn, nothing done (a recv after a recv has handed the buffers back, once). */
+/* false: still the other side's turn, nothing done (except the one hand-back of a recv after a
+ * recv, which happens once, not on every retry). */
 static inline bool rpc_try_send_(struct rpc_process *process, rpc_port_t *port, rpc_lane_fn fill,
                                  void *arg)
 {
     rpc_port_check_(process, port);
     RPC_ASSERT(!(port->state_ & RPC_PS_STREAM));
-    /* The server must receive the client's first packet before sending. */
-    RPC_ASSERT(!(process->server && (port->state_ & RPC_PS_FIRST)));
+    RPC_ASSERT(!(process->server && (port->state_ & RPC_PS_FIRST))); /* server: recv first */
     if (!rpc_acquire_(process, port))
         return false;
-    if (!process->server && (port->state_ & RPC_PS_FIRST))
-        rpc_header_write_(process, port);
+    if (!process->server && (port->state_ & RPC_PS_FIRST) &&
+        rpc_arch_is_first_lane(port->lane_mask_)) {
+        struct rpc_header *header = &process->headers[port->index_];
+        header->lane_mask = port->lane_mask_;
+        header->opcode = port->opcode_;
+        header->seq = port->seq_;
+    }
     if (fill != NULL)
         rpc_invoke_(process, port, fill, arg);
     rpc_release_(process, port);
-    if (process->server) {
+    if (process->server) { /* the head, after the flip (I3) */
         uint64_t tag = rpc_head_tag_(port->seq_), mask48 = ((uint64_t)1 << RPC_HEAD_BITS) - 1;
         rpc_arch_head_store(port->lane_mask_, process->headers[port->index_].head,
                             tag | (port->head_[0] & mask48) << 16,
@@ -731,8 +534,7 @@ static inline bool rpc_try_recv_(struct rpc_process *process, rpc_port_t *port, 
 {
     rpc_port_check_(process, port);
     RPC_ASSERT(!(port->state_ & RPC_PS_STREAM));
-    /* The client must send before it can receive anything. */
-    RPC_ASSERT(process->server || !(port->state_ & RPC_PS_FIRST));
+    RPC_ASSERT(process->server || !(port->state_ & RPC_PS_FIRST)); /* client: send first */
     if ((port->state_ & (RPC_PS_OWNED | RPC_PS_RECEIVED)) == (RPC_PS_OWNED | RPC_PS_RECEIVED))
         rpc_release_(process, port); /* give back the packet already read */
     if (process->server ? !rpc_acquire_(process, port)
@@ -764,230 +566,55 @@ static inline void rpc_recv_(struct rpc_process *process, rpc_port_t *port, rpc_
         rpc_arch_backoff(&spins);
 }
 
-/* Client: the state word a close of `port` stores (lock bit clear), and in *fenced_p whether
- * with a release.  Still owned (nothing sent since the last receive, or since the open): the
- * next opener may skip the mailbox reads.  After a send the server owns it: unknown.  The
- * outbox bit is recorded either way.  A keyed caller that read no buffers since its last fenced
- * flip unlocks without a fence and leaves its key (L3). */
-static inline uint64_t rpc_close_word_(const rpc_port_t *port, bool *fenced_p)
-{
-    uint64_t next = (uint64_t)port->user_ << RPC_CS_USER_SHIFT |
-                    (uint64_t)port->seq_ << RPC_CS_SEQ_SHIFT |
-                    ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
-    if (port->state_ & RPC_PS_OWNED)
-        next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
-    bool fenced = port->owner_ == 0 || (port->state_ & RPC_PS_READ);
-    if (!fenced)
-        next |= RPC_CS_UNFENCED | (uint64_t)port->owner_ << RPC_CS_KEY_SHIFT;
-    *fenced_p = fenced;
-    return next;
-}
-
+/* Server: hand back a port it still owns (after a fire-and-forget call, or a last step that was
+ * a recv), unlock.  Client: one release store of the next state word (I5, L1). */
 static inline void rpc_close_(struct rpc_process *process, rpc_port_t *port)
 {
     rpc_port_check_(process, port);
     RPC_ASSERT(!(port->state_ & RPC_PS_STREAM));
-    /* The server hands a port it still owns back to the client (after a
-     * fire-and-forget call, or a call whose last step was a recv). */
-    if (process->server && (port->state_ & RPC_PS_OWNED))
-        rpc_release_(process, port);
     if (process->server) {
+        if (port->state_ & RPC_PS_OWNED)
+            rpc_release_(process, port);
         rpc_arch_unlock(port->lane_mask_, &process->locks[port->index_ / 32],
                         1u << (port->index_ % 32));
     } else {
-        bool fenced;
-        uint64_t next = rpc_close_word_(port, &fenced);
-        rpc_arch_unlock_state(port->lane_mask_, rpc_state_(process, port->index_), next, fenced);
+        uint64_t next = (uint64_t)port->seq_ << RPC_CS_SEQ_SHIFT |
+                        ((port->state_ & RPC_PS_OUT) ? RPC_CS_OUT : 0u);
+        if (port->state_ & RPC_PS_OWNED)
+            next |= RPC_CS_KNOWN | ((port->state_ & RPC_PS_READ) ? RPC_CS_READ : 0u);
+        rpc_arch_unlock_state(port->lane_mask_, rpc_state_(process, port->index_), next);
     }
     port->state_ = 0;
 }
 
-/* ---- streaming ----------------------------------------------------------- */
+/* ---- client ------------------------------------------------------------------------------ */
 
-/* Per-lane element of a per-lane array (see LANES). */
-static inline uint32_t rpc_lane_index_(uint32_t lane)
-{
-    return RPC_ARCH_SIMT ? 0 : lane;
-}
-
-static inline void rpc_copy_(void *dst, const void *src, uint64_t n)
-{
-    if (n)
-        __builtin_memcpy(dst, src, (size_t)n);
-}
-
-struct rpc_stream_ {
-    const void *const *src; /* send: per-lane sources */
-    void *const *dst;       /* recv: per-lane destinations */
-    const uint64_t *size;   /* send: per-lane sizes */
-    const uint64_t *cap;    /* recv: per-lane capacities */
-    uint64_t *size_p;       /* recv_n_size: per-lane sizes out */
-    uint64_t offset;        /* byte offset of this packet's data */
-    uint64_t max;           /* host: largest size over the lanes */
-};
-
-static inline void rpc_stream_first_fill_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
-{
-    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
-    uint64_t size = s->size[rpc_lane_index_(lane)];
-    const char *src = (const char *)s->src[rpc_lane_index_(lane)];
-    buffer->data[0] = size;
-    rpc_copy_(&buffer->data[1], src, size < RPC_STREAM_FIRST ? size : RPC_STREAM_FIRST);
-    if (size > s->max)
-        s->max = size;
-}
-
-static inline void rpc_stream_fill_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
-{
-    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
-    uint64_t size = s->size[rpc_lane_index_(lane)];
-    const char *src = (const char *)s->src[rpc_lane_index_(lane)];
-    if (s->offset < size) {
-        uint64_t n = size - s->offset;
-        rpc_copy_(buffer->data, src + s->offset, n < RPC_BUFFER_SIZE ? n : RPC_BUFFER_SIZE);
-    }
-}
-
-static inline void rpc_stream_size_use_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
-{
-    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
-    uint64_t size = buffer->data[0];
-    s->size_p[rpc_lane_index_(lane)] = size;
-}
-
-/* Copies bytes [offset, offset + len) of a lane's stream, clipped to its
- * capacity, from the packet at `from`. */
-static inline void rpc_stream_put_(struct rpc_stream_ *s, uint32_t lane, const void *from,
-                                   uint64_t len)
-{
-    uint64_t cap = s->cap[rpc_lane_index_(lane)];
-    if (s->offset >= cap)
-        return;
-    char *dst = (char *)s->dst[rpc_lane_index_(lane)];
-    if (len > cap - s->offset)
-        len = cap - s->offset;
-    rpc_copy_(dst + s->offset, from, len);
-}
-
-static inline void rpc_stream_first_use_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
-{
-    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
-    uint64_t size = buffer->data[0];
-    rpc_stream_put_(s, lane, &buffer->data[1], size < RPC_STREAM_FIRST ? size : RPC_STREAM_FIRST);
-    if (size > s->max)
-        s->max = size;
-}
-
-static inline void rpc_stream_use_(struct rpc_buffer *buffer, uint32_t lane, void *arg)
-{
-    struct rpc_stream_ *s = (struct rpc_stream_ *)arg;
-    uint64_t size = s->size[rpc_lane_index_(lane)];
-    if (s->offset < size) {
-        uint64_t n = size - s->offset;
-        rpc_stream_put_(s, lane, buffer->data, n < RPC_BUFFER_SIZE ? n : RPC_BUFFER_SIZE);
-    }
-}
-
-/* Does any lane still have bytes at or after `offset`?  Host: the running
- * maximum; SIMT: a vote over the warp. */
-static inline bool rpc_stream_more_(const rpc_port_t *port, const struct rpc_stream_ *s,
-                                    uint64_t lane_size)
-{
-#if RPC_ARCH_SIMT
-    return rpc_arch_any(port->lane_mask_, s->offset < lane_size);
-#else
-    (void)port;
-    (void)lane_size;
-    return s->offset < s->max;
-#endif
-}
-
-static inline void rpc_send_n_(struct rpc_process *process, rpc_port_t *port,
-                               const void *const *src, const uint64_t *size)
-{
-    struct rpc_stream_ s = {src, NULL, size, NULL, NULL, 0, 0};
-    uint64_t own = RPC_ARCH_SIMT ? size[0] : 0;
-    rpc_send_(process, port, rpc_stream_first_fill_, &s);
-    for (s.offset = RPC_STREAM_FIRST; rpc_stream_more_(port, &s, own); s.offset += RPC_BUFFER_SIZE)
-        rpc_send_(process, port, rpc_stream_fill_, &s);
-}
-
-static inline void rpc_recv_n_size_(struct rpc_process *process, rpc_port_t *port, uint64_t *size_p)
-{
-    struct rpc_stream_ s = {NULL, NULL, NULL, NULL, size_p, 0, 0};
-    rpc_recv_(process, port, rpc_stream_size_use_, &s);
-    port->state_ |= RPC_PS_STREAM;
-}
-
-static inline void rpc_recv_n_data_(struct rpc_process *process, rpc_port_t *port, void *const *dst,
-                                    const uint64_t *cap)
-{
-    RPC_ASSERT(port->state_ & RPC_PS_STREAM);
-    RPC_ASSERT(port->state_ & RPC_PS_OWNED);
-    port->state_ &= ~(uint32_t)RPC_PS_STREAM;
-    rpc_port_check_(process, port);
-    /* The first packet is still in the buffers (this side owns them): take
-     * the per-lane sizes from it, then its data. */
-    const struct rpc_buffer *slot = rpc_slot_(process, port);
-    uint64_t sizes[RPC_ARCH_SIMT ? 1 : RPC_LANES_MAX];
-    uint64_t own = 0;
-#if RPC_ARCH_SIMT
-    own = slot[rpc_arch_lane_id()].data[0];
-    sizes[0] = own;
-#else
-    for (uint64_t mask = port->lane_mask_; mask; mask &= mask - 1) {
-        uint32_t lane = (uint32_t)__builtin_ctzll(mask);
-        sizes[lane] = slot[lane].data[0];
-    }
-#endif
-    struct rpc_stream_ s = {NULL, dst, sizes, cap, NULL, 0, 0};
-    rpc_invoke_(process, port, rpc_stream_first_use_, &s);
-    if (!process->server)
-        port->state_ |= RPC_PS_READ;
-    for (s.offset = RPC_STREAM_FIRST; rpc_stream_more_(port, &s, own); s.offset += RPC_BUFFER_SIZE)
-        rpc_recv_(process, port, rpc_stream_use_, &s);
-}
-
-/* ---- client -------------------------------------------------------------- */
-
-/* Makes `client` the client side of `region` (rpc_region_size(ports, lanes)
- * bytes, 64-byte aligned, zeroed before either side starts) with lock bitmap
- * `locks` (rpc_lock_size(ports) bytes, zeroed, private to the client side).
- * Touches neither region nor locks, so it may be run by the host for a GPU
- * with device addresses.  Returns TETHER_ERR_INVALID for NULL pointers,
- * misalignment or !rpc_config_valid(ports, lanes); nothing to clean up. */
+/* Makes `client` the client side of `region` (rpc_region_size(ports, lanes) bytes) with private
+ * memory `locks` (rpc_lock_size(ports) bytes).  Touches neither, so a host may run it for a GPU
+ * with device addresses.  TETHER_ERR_INVALID: a NULL pointer, misalignment or
+ * !rpc_config_valid(ports, lanes); nothing to clean up. */
 static inline tether_status_t rpc_client_init(struct rpc_client *client, void *region,
                                               uint32_t ports, uint32_t lanes, void *locks)
 {
-    tether_status_t status = rpc_process_check_args_(client, region, ports, lanes, locks);
-    if (status != TETHER_OK)
-        return status;
-    rpc_process_init_(&client->process, region, ports, lanes, locks, 0);
-    return TETHER_OK;
+    return rpc_process_init_(client ? &client->process : NULL, region, ports, lanes, locks, 0);
 }
 
-/* One sweep over all ports starting at port `hint % ports` (spread callers,
- * e.g. SM id or thread id): locks the first free port the client owns
- * (the first send writes {lane_mask, opcode, seq} into its header) and returns true with *port_p
- * set; false (nothing changed) if every port is busy.  Per 32 ports it loads
- * the lock word and both mailbox words once.  `lane_mask`: the lanes making
- * the call, non-zero, below bit `lanes`, the same on every lane (on a SIMT
- * target: the lanes executing this call together, e.g. the active mask);
- * `opcode` and `hint` are taken from the mask's first lane. */
+/* One sweep over all ports from port `hint % ports`: locks the first free port the client owns
+ * and returns true with *port_p set; false (nothing changed) if every port is busy.  Per 32
+ * ports it loads both outboxes' flags once.  `lane_mask`: the lanes making the call, non-zero,
+ * below bit `lanes`, the same on every lane (SIMT: the lanes executing this call together);
+ * `opcode` and `hint` count from the mask's first lane. */
 static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcode,
                                        uint64_t lane_mask, uint32_t hint, rpc_port_t *port_p)
 {
     struct rpc_process *p = &client->process;
     RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
-    /* SIMT: the first lane's opcode and hint count for the whole call, so
-     * lanes that reached one call with different arguments (a compiler may
-     * merge the calls of two divergent branches into one) still agree. */
     opcode = rpc_arch_broadcast(lane_mask, opcode);
     hint = rpc_arch_broadcast(lane_mask, hint);
     uint32_t start = hint % p->ports;
     uint32_t w = start / 32;
     for (uint32_t i = 0; i <= p->words; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
-        /* Candidates: client-owned (c == s); their state words say which are unlocked. */
+        /* Candidates: client-owned (c == s); the state words say which are unlocked. */
         uint32_t free = ~rpc_arch_diff32(lane_mask, &p->cflags[32 * w], &p->sflags[32 * w]);
         if (w == p->words - 1 && p->ports % 32)
             free &= (1u << (p->ports % 32)) - 1;
@@ -995,50 +622,23 @@ static inline bool rpc_client_try_open(struct rpc_client *client, uint32_t opcod
             free &= ~0u << (start % 32); /* first visit: ports >= start */
         else if (i == p->words)
             free &= ~(~0u << (start % 32)); /* wrapped around: ports < start */
-        while (free) {
-            uint32_t bit = (uint32_t)__builtin_ctz(free);
-            uint32_t index = w * 32 + bit, out, seq, read, user;
-            free &= free - 1;
-            if (!rpc_try_take_(p, lane_mask, index, 0, &out, &seq, &read, &user))
-                continue;
-            *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user, 0);
-            return true;
-        }
+        for (; free; free &= free - 1)
+            if (rpc_try_take_(p, lane_mask, w * 32 + (uint32_t)__builtin_ctz(free), opcode, port_p))
+                return true;
     }
     return false;
 }
 
-/* As rpc_client_try_open_port, for a caller that names itself with `key`: a non-zero value
- * that no other caller able to open this port at the same time uses (0: none, then this is
- * rpc_client_try_open_port).  A close of such a call that read no buffers since the last fenced
- * flip (an answer taken from the head alone, a fire-and-forget call) unlocks without a fence,
- * and only a caller of the same key may then open the port without reading its mailbox (L3).
- * On a GPU that saves the unlock's fence (a MEMBAR.GPU, ~0.24 us) in each such call. */
-static inline bool rpc_client_try_open_keyed(struct rpc_client *client, uint32_t opcode,
-                                             uint64_t lane_mask, uint32_t index, uint32_t key,
-                                             rpc_port_t *port_p)
+/* As rpc_client_try_open for port `index % ports` only (the caller's home port), without a
+ * sweep.  false: the port is busy or the server still has it (nothing changed). */
+static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t opcode,
+                                            uint64_t lane_mask, uint32_t index, rpc_port_t *port_p)
 {
     struct rpc_process *p = &client->process;
     RPC_ASSERT(lane_mask != 0 && (lane_mask & ~rpc_lanes_mask_(p)) == 0);
     opcode = rpc_arch_broadcast(lane_mask, opcode);
     index = rpc_arch_broadcast(lane_mask, index);
-    key = rpc_arch_broadcast(lane_mask, key);
-    if (index >= p->ports) /* a division only when needed (a GPU's home port is in range) */
-        index %= p->ports;
-    uint32_t out, seq, read, user;
-    if (!rpc_try_take_(p, lane_mask, index, key, &out, &seq, &read, &user))
-        return false;
-    *port_p = rpc_port_make_(p, index, lane_mask, opcode, out, seq, read, user, key);
-    return true;
-}
-
-/* As rpc_client_try_open for port `index` only (a caller's home port): no sweep, so on a GPU
- * two fewer reads of host memory per call.  false: the port is busy or the server still has
- * it (nothing changed). */
-static inline bool rpc_client_try_open_port(struct rpc_client *client, uint32_t opcode,
-                                            uint64_t lane_mask, uint32_t index, rpc_port_t *port_p)
-{
-    return rpc_client_try_open_keyed(client, opcode, lane_mask, index, 0, port_p);
+    return rpc_try_take_(p, lane_mask, index < p->ports ? index : index % p->ports, opcode, port_p);
 }
 
 /* Blocking open: retries rpc_client_try_open until a port is free. */
@@ -1052,43 +652,15 @@ static inline rpc_port_t rpc_client_open(struct rpc_client *client, uint32_t opc
     return port;
 }
 
-/* Waits until the client owns the buffers, runs fill for each active lane,
- * hands the buffers to the server. */
+/* Waits until the client owns the buffers, runs fill for each active lane, hands them over. */
 static inline void rpc_client_send(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn fill,
                                    void *arg)
 {
     rpc_send_(&client->process, port, fill, arg);
 }
 
-/* Largest packet prefix a short request carries (all of a packet). */
-#define RPC_SHORT_MAX RPC_BUFFER_SIZE
-
-/* Request words 0 .. count - 1 (`w` has RPC_SHORT_WORDS entries; count is rounded up to pairs,
- * the words past it being zero) by the mask's first lane, a pair per store (one posted 16-byte
- * store on a GPU).  The loop is unrolled so that on a GPU `w` stays in registers. */
-_Static_assert(RPC_SHORT_WORDS % 2 == 0, "request words go in pairs");
-static inline void rpc_req_store_(uint64_t mask, rpc_head_word_t *req, const uint64_t *w,
-                                  uint32_t count)
-{
-    if (!rpc_arch_is_first_lane(mask))
-        return;
-#if defined(__clang__)
-#pragma unroll
-#endif
-    for (uint32_t k = 0; k < RPC_SHORT_WORDS; k += 2)
-        if (k < count)
-            rpc_arch_req_store2(req + k, w[k], w[k + 1]);
-}
-
-/* The meta word of a short request: tag, opcode, lane and number of data words. */
-static inline uint64_t rpc_short_meta_(uint64_t tag, uint32_t opcode, uint32_t lane, uint32_t n)
-{
-    return tag | (uint64_t)opcode << 16 | (uint64_t)(lane & 0x3fu) << 48 | (uint64_t)n << 54;
-}
-
-/* Sends the call's first packet as a short request (SHORT REQUESTS): bytes [0, nbytes) of the
- * 64-byte packet `pkt` (the server sees zeros after them), with no fence before the flag unless
- * buffers were read since the last one.  Only as the first operation after open, on a port of
+/* Sends the call's first packet as a short request (S): bytes [0, nbytes) of the 64-byte packet
+ * `pkt` (the server sees zeros after them).  Only as the first operation after open, by a call of
  * one lane; never waits (open leaves the port with the client). */
 static inline void rpc_client_send_short(struct rpc_client *client, rpc_port_t *port,
                                          const uint64_t *pkt, uint32_t nbytes)
@@ -1100,20 +672,17 @@ static inline void rpc_client_send_short(struct rpc_client *client, rpc_port_t *
     RPC_ASSERT(nbytes <= RPC_SHORT_MAX);
     if (nbytes > RPC_SHORT_MAX)
         nbytes = RPC_SHORT_MAX; /* misuse with checks off: never past req[] */
-    uint32_t n = (nbytes + 5) / 6;
+    uint32_t n = (nbytes + 5) / 6, lane = (uint32_t)__builtin_ctzll(port->lane_mask_);
     uint64_t tag = rpc_head_tag_(port->seq_);
-    /* Every index below is a constant once the loop is unrolled, so that on a GPU `w` stays in
-     * registers: a trip through local memory after the port lock's acquire (which empties L1)
-     * would be a read of L2. */
+    /* The words in registers: every index below is a constant once the loops are unrolled. */
     uint64_t w[RPC_SHORT_WORDS];
-    w[0] = rpc_short_meta_(tag, port->opcode_, (uint32_t)__builtin_ctzll(port->lane_mask_), n);
+    w[0] = tag | (uint64_t)port->opcode_ << 16 | (uint64_t)(lane & 0x3fu) << 48 | (uint64_t)n << 54;
 #if defined(__clang__)
 #pragma unroll
 #endif
     for (uint32_t k = 0; k < RPC_SHORT_DATA; k++) {
-        /* Data word k: packet bytes [6k, 6k + 6), those from nbytes on as zeros.  Words past n
-         * are stored only to round up to pairs (the GPU stores 16 bytes at a time): zero, which
-         * they are already. */
+        /* Data word k: packet bytes [6k, 6k + 6), those from nbytes on as zeros; words past n
+         * are zero (stored only to fill the last pair). */
         uint32_t bit = 48 * k, i = bit / 64, sh = bit % 64;
         uint64_t v = i < 8 ? pkt[i] >> sh : 0;
         if (sh > 16 && i + 1 < 8)
@@ -1122,9 +691,17 @@ static inline void rpc_client_send_short(struct rpc_client *client, rpc_port_t *
         v &= keep >= 6 ? 0xffffffffffffull : ((uint64_t)1 << (8 * keep)) - 1;
         w[1 + k] = k < n ? tag | v << 16 : 0;
     }
-    rpc_req_store_(port->lane_mask_, p->headers[port->index_].req, w, n + 1);
+    if (rpc_arch_is_first_lane(port->lane_mask_)) {
+        rpc_head_word_t *req = p->headers[port->index_].req;
+#if defined(__clang__)
+#pragma unroll
+#endif
+        for (uint32_t k = 0; k < RPC_SHORT_WORDS; k += 2)
+            if (k < n + 1)
+                rpc_arch_req_store2(req + k, w[k], w[k + 1]);
+    }
     uint32_t flag = ((port->state_ & RPC_PS_OUT) ? 0u : 1u) | RPC_FLAG_SHORT;
-    if (port->state_ & RPC_PS_READ)
+    if (port->state_ & RPC_PS_READ) /* buffers read since the last fenced flip: fence (S) */
         rpc_arch_flag_store(port->lane_mask_, rpc_out_flag_(p, port->index_), flag);
     else
         rpc_arch_flag_store_posted(port->lane_mask_, rpc_out_flag_(p, port->index_), flag);
@@ -1132,16 +709,15 @@ static inline void rpc_client_send_short(struct rpc_client *client, rpc_port_t *
     port->state_ &= ~(uint32_t)(RPC_PS_OWNED | RPC_PS_READ | RPC_PS_RECEIVED | RPC_PS_FIRST);
 }
 
-/* Waits until the server has answered (its head arrived), runs use for each active lane (use
- * may be NULL: the buffers are not read, and rpc_port_head() has the head's payload). */
+/* Waits until the server has answered (this call's head arrived) and runs use for each active
+ * lane; use NULL: the buffers are not read, rpc_port_head() has the head's payload. */
 static inline void rpc_client_recv(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn use,
                                    void *arg)
 {
     rpc_recv_(&client->process, port, use, arg);
 }
 
-/* Runs use for each active lane on the buffers of the last recv (no waiting, no hand-over):
- * for a caller that received with use == NULL and learnt from the head that it needs them. */
+/* Runs use for each active lane on the buffers of the last recv, which read only the head. */
 static inline void rpc_client_peek(struct rpc_client *client, rpc_port_t *port, rpc_lane_fn use,
                                    void *arg)
 {
@@ -1152,8 +728,7 @@ static inline void rpc_client_peek(struct rpc_client *client, rpc_port_t *port, 
     port->state_ |= RPC_PS_READ;
 }
 
-/* Non-blocking send/recv: false means "still the server's turn", nothing was
- * done (retry later with the same port). */
+/* Non-blocking send/recv: false means "still the server's turn", nothing done. */
 static inline bool rpc_client_try_send(struct rpc_client *client, rpc_port_t *port,
                                        rpc_lane_fn fill, void *arg)
 {
@@ -1166,103 +741,23 @@ static inline bool rpc_client_try_recv(struct rpc_client *client, rpc_port_t *po
     return rpc_try_recv_(&client->process, port, use, arg);
 }
 
-/* Streams each active lane's byte string src[lane] of size[lane] bytes (SIMT:
- * src[0], size[0] of the calling lane); any length, 0 included.  One packet
- * per 64 bytes (the first carries the length and 56 bytes). */
-static inline void rpc_client_send_n(struct rpc_client *client, rpc_port_t *port,
-                                     const void *const *src, const uint64_t *size)
-{
-    rpc_send_n_(&client->process, port, src, size);
-}
-
-/* Receives a stream's first packet and writes each active lane's total length
- * to size_p[lane] (SIMT: size_p[0]).  The next call on the port must be
- * rpc_client_recv_n_data. */
-static inline void rpc_client_recv_n_size(struct rpc_client *client, rpc_port_t *port,
-                                          uint64_t *size_p)
-{
-    rpc_recv_n_size_(&client->process, port, size_p);
-}
-
-/* Receives the rest of the stream into dst[lane], writing at most cap[lane]
- * bytes (the rest of a longer stream is drained and dropped). */
-static inline void rpc_client_recv_n_data(struct rpc_client *client, rpc_port_t *port,
-                                          void *const *dst, const uint64_t *cap)
-{
-    rpc_recv_n_data_(&client->process, port, dst, cap);
-}
-
-/* rpc_client_recv_n_size then rpc_client_recv_n_data. */
-static inline void rpc_client_recv_n(struct rpc_client *client, rpc_port_t *port, void *const *dst,
-                                     const uint64_t *cap, uint64_t *size_p)
-{
-    rpc_recv_n_size_(&client->process, port, size_p);
-    rpc_recv_n_data_(&client->process, port, dst, cap);
-}
-
-/* Releases the port for other client callers.  Right after a send this is a
- * fire-and-forget call: the port becomes usable again once the server has
- * closed its side. */
+/* Releases the port for other client callers.  Right after a send, a fire-and-forget call: the
+ * port is usable again once the server has closed its side. */
 static inline void rpc_client_close(struct rpc_client *client, rpc_port_t *port)
 {
     rpc_close_(&client->process, port);
 }
 
-/* Client, after a send and before its recv: the word rpc_client_close would store, its user
- * bits 0, once a recv that reads no buffers has found the answer's head; *fenced_p: whether
- * with a release.  A caller that waits before it polls (NVIDIA: the learnt delay) works it out
- * while it waits, and closes with rpc_client_close_after_head. */
-static inline uint64_t rpc_client_close_word_after_head(const rpc_port_t *port, bool *fenced_p)
-{
-    rpc_port_t after = *port;
-    after.state_ = (after.state_ | RPC_PS_OWNED | RPC_PS_RECEIVED) & ~(uint32_t)RPC_PS_FIRST;
-    after.user_ = 0;
-    return rpc_close_word_(&after, fenced_p);
-}
+/* ---- server ------------------------------------------------------------------------------ */
 
-/* Client: rpc_client_close of a port whose recv found the head and read no buffers, with the
- * word and fence of rpc_client_close_word_after_head (taken between its send and its recv) and
- * the port's user bits. */
-static inline void rpc_client_close_after_head(struct rpc_client *client, rpc_port_t *port,
-                                               uint64_t word, bool fenced)
-{
-    rpc_port_check_(&client->process, port);
-    RPC_ASSERT((port->state_ & (RPC_PS_OWNED | RPC_PS_RECEIVED | RPC_PS_READ | RPC_PS_STREAM |
-                                RPC_PS_FIRST)) == (RPC_PS_OWNED | RPC_PS_RECEIVED));
-    uint64_t next = word | (uint64_t)port->user_ << RPC_CS_USER_SHIFT;
-#if RPC_CHECKS
-    bool check_fenced;
-    RPC_ASSERT(rpc_close_word_(port, &check_fenced) == next && check_fenced == fenced);
-#endif
-    rpc_arch_unlock_state(port->lane_mask_, rpc_state_(&client->process, port->index_), next,
-                          fenced);
-    port->state_ = 0;
-}
-
-/* ---- server -------------------------------------------------------------- */
-
-/* As rpc_client_init, for the server side (its own lock bitmap). */
+/* As rpc_client_init, for the server side. */
 static inline tether_status_t rpc_server_init(struct rpc_server *server, void *region,
                                               uint32_t ports, uint32_t lanes, void *locks)
 {
-    tether_status_t status = rpc_process_check_args_(server, region, ports, lanes, locks);
-    if (status != TETHER_OK)
-        return status;
-    rpc_process_init_(&server->process, region, ports, lanes, locks, 1);
-    return TETHER_OK;
+    return rpc_process_init_(server ? &server->process : NULL, region, ports, lanes, locks, 1);
 }
 
-/* A port the server just took: the handle, from the header.  The header comes from the other
- * side: the lane mask is clipped to this region's lanes so a bad mask cannot index past the
- * port. */
-static inline rpc_port_t rpc_server_opened_(struct rpc_process *p, uint32_t index, uint32_t out)
-{
-    const struct rpc_header *header = &p->headers[index];
-    return rpc_port_make_(p, index, header->lane_mask & rpc_lanes_mask_(p), header->opcode, out,
-                          header->seq, 0, 0, 0);
-}
-
-/* A hint, without locking: does a call wait on port `index` (c != s)?  Two relaxed loads. */
+/* A hint, without locking: does a call wait on port `index` (c != s)? */
 static inline bool rpc_server_waiting(struct rpc_server *server, uint32_t index)
 {
     struct rpc_process *p = &server->process;
@@ -1271,14 +766,12 @@ static inline bool rpc_server_waiting(struct rpc_server *server, uint32_t index)
             1u) != 0;
 }
 
-/* A sweep over at most `words` bitmap words (32 ports each; 0 or more than the ring: all of
- * it) for a port with a call waiting (c != s), starting where the previous sweep left off:
- * after a successful open, the port after it; after a bounded sweep that found nothing, the
- * word after the last one it looked at.  Round robin: consecutive sweeps visit every port in
- * turn, so every waiting port is found and none starves.  Per 32 ports one xor of the two
- * mailbox words and a load of the lock word; an idle full sweep costs 3 x ceil(ports/32)
- * relaxed loads.  On success locks the port, reads its header into the handle and returns true
- * with *port_p set; false if no call is waiting there.  The server must recv before it sends. */
+/* A sweep over at most `words` bitmap words (32 ports each; 0 or more than there are: all) for
+ * a port with a call waiting, from where the last sweep stopped (the port after the last one
+ * opened; after a bounded sweep that found nothing, the word after the last one it looked at),
+ * so consecutive sweeps visit every port in turn and none starves.  On success locks the port
+ * and returns true with the handle, made from the header, in *port_p; false if no call waits
+ * there.  The server must recv before it sends. */
 static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t words,
                                          rpc_port_t *port_p)
 {
@@ -1288,8 +781,8 @@ static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t wor
     if (start >= p->ports)
         start = 0;
     bool all = words == 0 || words >= p->words;
-    /* A full sweep looks at the first word twice: its ports from `start` on first, the ones
-     * before `start` last. */
+    /* A full sweep looks at the first word twice: at its ports from `start` on first, at the
+     * ones before `start` last. */
     uint32_t w = start / 32, count = all ? p->words + 1 : words;
     for (uint32_t i = 0; i < count; i++, w = (w + 1 == p->words) ? 0 : w + 1) {
         uint32_t ready = rpc_arch_diff32(mask, &p->cflags[32 * w], &p->sflags[32 * w]);
@@ -1299,14 +792,11 @@ static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t wor
             ready &= ~0u << (start % 32);
         else if (i == p->words)
             ready &= ~(~0u << (start % 32));
-        while (ready) {
-            uint32_t bit = (uint32_t)__builtin_ctz(ready);
-            uint32_t index = w * 32 + bit, out, seq, read, user;
-            ready &= ready - 1;
-            if (!rpc_try_take_(p, mask, index, 0, &out, &seq, &read, &user))
+        for (; ready; ready &= ready - 1) {
+            uint32_t index = w * 32 + (uint32_t)__builtin_ctz(ready);
+            if (!rpc_try_take_(p, mask, index, 0, port_p))
                 continue;
             rpc_arch_store(mask, &p->next, index + 1 == p->ports ? 0 : index + 1);
-            *port_p = rpc_server_opened_(p, index, out);
             return true;
         }
     }
@@ -1315,7 +805,7 @@ static inline bool rpc_server_try_open_n(struct rpc_server *server, uint32_t wor
     return false;
 }
 
-/* A full sweep: rpc_server_try_open_n over the whole ring. */
+/* rpc_server_try_open_n over every port. */
 static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *port_p)
 {
     return rpc_server_try_open_n(server, 0, port_p);
@@ -1326,14 +816,8 @@ static inline bool rpc_server_try_open(struct rpc_server *server, rpc_port_t *po
 static inline bool rpc_server_try_open_port(struct rpc_server *server, uint32_t index,
                                             rpc_port_t *port_p)
 {
-    struct rpc_process *p = &server->process;
-    const uint64_t mask = 1;
-    uint32_t out, seq, read, user;
-    if (index >= p->ports || !rpc_server_waiting(server, index) ||
-        !rpc_try_take_(p, mask, index, 0, &out, &seq, &read, &user))
-        return false;
-    *port_p = rpc_server_opened_(p, index, out);
-    return true;
+    return rpc_server_waiting(server, index) &&
+           rpc_try_take_(&server->process, 1, index, 0, port_p);
 }
 
 /* Blocking open: waits for a call. */
@@ -1346,6 +830,7 @@ static inline rpc_port_t rpc_server_open(struct rpc_server *server)
     return port;
 }
 
+/* As the client's operations of the same names. */
 static inline void rpc_server_recv(struct rpc_server *server, rpc_port_t *port, rpc_lane_fn use,
                                    void *arg)
 {
@@ -1370,39 +855,13 @@ static inline bool rpc_server_try_send(struct rpc_server *server, rpc_port_t *po
     return rpc_try_send_(&server->process, port, fill, arg);
 }
 
-static inline void rpc_server_send_n(struct rpc_server *server, rpc_port_t *port,
-                                     const void *const *src, const uint64_t *size)
-{
-    rpc_send_n_(&server->process, port, src, size);
-}
-
-static inline void rpc_server_recv_n_size(struct rpc_server *server, rpc_port_t *port,
-                                          uint64_t *size_p)
-{
-    rpc_recv_n_size_(&server->process, port, size_p);
-}
-
-static inline void rpc_server_recv_n_data(struct rpc_server *server, rpc_port_t *port,
-                                          void *const *dst, const uint64_t *cap)
-{
-    rpc_recv_n_data_(&server->process, port, dst, cap);
-}
-
-static inline void rpc_server_recv_n(struct rpc_server *server, rpc_port_t *port, void *const *dst,
-                                     const uint64_t *cap, uint64_t *size_p)
-{
-    rpc_recv_n_size_(&server->process, port, size_p);
-    rpc_recv_n_data_(&server->process, port, dst, cap);
-}
-
-/* Ends the server's part of the call; hands the buffers back if it still
- * owns them. */
+/* Ends the server's part of the call, handing the buffers back if it still owns them. */
 static inline void rpc_server_close(struct rpc_server *server, rpc_port_t *port)
 {
     rpc_close_(&server->process, port);
 }
 
-/* ---- port accessors ------------------------------------------------------ */
+/* ---- port accessors ---------------------------------------------------------------------- */
 
 static inline uint32_t rpc_port_opcode(const rpc_port_t *port)
 {
@@ -1419,7 +878,7 @@ static inline uint32_t rpc_port_index(const rpc_port_t *port)
     return port->index_;
 }
 
-/* Server: the payload (RPC_HEAD_BITS bits each) of the head that the next send stores. */
+/* Server: the payload (RPC_HEAD_BITS bits each) of the head the next send stores. */
 static inline void rpc_port_set_head(rpc_port_t *port, uint64_t a, uint64_t b)
 {
     port->head_[0] = a;
@@ -1436,20 +895,6 @@ static inline uint64_t rpc_port_head(const rpc_port_t *port, uint32_t i)
 static inline uint32_t rpc_port_seq(const rpc_port_t *port)
 {
     return port->seq_;
-}
-
-/* Client: 16 bits that a port keeps in its state word from one call's close to the next open,
- * whoever makes the calls (0 at first), for the callers' own per-port state; the protocol never
- * looks at them.  The NVIDIA device library keeps there how long to wait before the first poll
- * for an answer.  set: written back by rpc_client_close. */
-static inline uint32_t rpc_port_user(const rpc_port_t *port)
-{
-    return port->user_;
-}
-
-static inline void rpc_port_set_user(rpc_port_t *port, uint32_t bits)
-{
-    port->user_ = bits & 0xffffu;
 }
 
 #endif /* TETHER_RPC_H */

@@ -7,7 +7,7 @@
  * flip), 32 flags of two outboxes compared at once (the scans), acquire
  * loads and release stores of a head; the port locks of each side (the
  * server's lock bitmap of 32-bit words, the client's 64-bit state word per
- * port, whose unlock may be fenced or not); a pause; and the
+ * port); a pause; and the
  * few warp operations a SIMT target needs so that a whole warp can drive one
  * port.  Three implementations:
  *
@@ -15,8 +15,7 @@
  *          C11 <stdatomic.h> (SSE2 for the flag compares).  One thread plays
  *          a whole warp: RPC_ARCH_SIMT 0, every warp operation is the identity.
  *   nvptx  (clang, __NVPTX__): volatile loads/stores, fence.acq_rel.sys,
- *          ld.acquire.sys / atom.acquire.gpu / st.release.gpu or
- *          st.relaxed.gpu (inline PTX;
+ *          ld.acquire.sys / atom.acquire.gpu / st.release.gpu (inline PTX;
  *          clang-16's NVPTX backend cannot select an atomic store to global
  *          memory, see docs/rpc-protocol.md); warp operations are the *_sync
  *          builtins.
@@ -70,7 +69,7 @@
 #endif
 #endif
 
-/* Words of a short request in a port header (rpc.h, SHORT REQUESTS): a meta word and eleven
+/* Words of a short request in a port header (rpc.h, I4 and S): a meta word and eleven
  * data words. */
 #define RPC_SHORT_WORDS 12u
 
@@ -199,15 +198,11 @@ static inline bool rpc_arch_lock_state(uint64_t mask, rpc_state_t *word, uint64_
     return (*old_p & bit) == 0;
 }
 
-/* The holder stores the state word's next value (lock bit clear): with release if `fenced`,
- * else relaxed (rpc.h, L3: the next holder synchronises through the server or is the same
- * caller).  Relaxed here too, although x86 would give release for free, so that
- * ThreadSanitizer checks that argument. */
-static inline void rpc_arch_unlock_state(uint64_t mask, rpc_state_t *word, uint64_t value,
-                                         bool fenced)
+/* The holder stores the state word's next value (lock bit clear) with release. */
+static inline void rpc_arch_unlock_state(uint64_t mask, rpc_state_t *word, uint64_t value)
 {
     (void)mask;
-    atomic_store_explicit(word, value, fenced ? memory_order_release : memory_order_relaxed);
+    atomic_store_explicit(word, value, memory_order_release);
 }
 
 /* A port's client outbox flag: one byte (0 or 1), written by the port's holder only. */
@@ -334,10 +329,14 @@ static inline void rpc_arch_pause(void)
 #define RPC_NVPTX_SPINS 64
 #endif
 
+#if defined(TETHER_RPC_PROFILE)
+void tether_rpc_profile_poll(void); /* the device library's profiling build */
+#endif
+
 static inline void rpc_arch_backoff(uint32_t *spins)
 {
-#if defined(RPC_PROFILE_POLL)
-    RPC_PROFILE_POLL(); /* test/cuda/probe/rpc_phases: counts the polls that found nothing */
+#if defined(TETHER_RPC_PROFILE)
+    tether_rpc_profile_poll(); /* a poll that found nothing */
 #endif
     if (*spins < RPC_NVPTX_SPINS) {
         ++*spins;
@@ -465,7 +464,7 @@ static inline void rpc_arch_acquire_flag(uint64_t mask, rpc_flag_t *flag)
 
 /* Every lane fences (fence.acq_rel.sys), the warp synchronises, the first lane stores the byte:
  * a posted write, where a red.sys on host memory costs a link round trip (~0.9 us on an H200,
- * test/cuda/probe/link_costs.cu). */
+ * tools/probes/link_costs.cu). */
 static inline void rpc_arch_flag_store(uint64_t mask, rpc_flag_t *flag, uint32_t value)
 {
     rpc_arch_fence_acq_rel_sys_();
@@ -506,27 +505,19 @@ static inline bool rpc_arch_lock_state(uint64_t mask, rpc_state_t *word, uint64_
     return (*old_p & bit) == 0;
 }
 
-/* bar.warp.sync orders every lane's accesses before the first lane's store.  st.release costs
- * a MEMBAR.GPU (~0.24 us on an H200, most of a call's close); st.relaxed is a posted store. */
-static inline void rpc_arch_unlock_state(uint64_t mask, rpc_state_t *word, uint64_t value,
-                                         bool fenced)
+/* bar.warp.sync orders every lane's accesses before the first lane's release store. */
+static inline void rpc_arch_unlock_state(uint64_t mask, rpc_state_t *word, uint64_t value)
 {
     rpc_arch_sync(mask);
-    if (rpc_arch_is_first_lane(mask)) {
-        if (fenced)
-            __asm__ volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(value)
-                             : "memory");
-        else
-            __asm__ volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(value)
-                             : "memory");
-    }
+    if (rpc_arch_is_first_lane(mask))
+        __asm__ volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(value) : "memory");
     rpc_arch_sync(mask);
 }
 
 typedef uint64_t rpc_head_word_t;
 
 /* One 16-byte ld.acquire.sys: both words in one read of host memory (measured on an H200 with
- * test/cuda/probe/link_costs.cu: a strong load is one link round trip, ~1.1 us, and a thread's
+ * tools/probes/link_costs.cu: a strong load is one link round trip, ~1.1 us, and a thread's
  * strong loads of host memory do not overlap, so two 8-byte loads would cost two), with the
  * acquire that orders the buffer reads that may follow. */
 static inline void rpc_arch_head_load_raw_(rpc_head_word_t *head, uint64_t *w0, uint64_t *w1)
@@ -722,11 +713,9 @@ static inline uint64_t rpc_arch_load_state(uint64_t mask, rpc_state_t *word)
 RPC_ARCH_AMDGCN_LOCK_(rpc_arch_lock_word, rpc_word_t, uint32_t, rpc_arch_broadcast)
 RPC_ARCH_AMDGCN_LOCK_(rpc_arch_lock_state, rpc_state_t, uint64_t, rpc_arch_broadcast64)
 
-static inline void rpc_arch_unlock_state(uint64_t mask, rpc_state_t *word, uint64_t value,
-                                         bool fenced)
+static inline void rpc_arch_unlock_state(uint64_t mask, rpc_state_t *word, uint64_t value)
 {
-    if (fenced)
-        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
     rpc_arch_sync(mask);
     if (rpc_arch_is_first_lane(mask))
         __atomic_store_n(word, value, __ATOMIC_RELAXED);

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rpc.h"
+#include "rpc_stream.h"
 
 enum {
     OP_ADD = 1,    /* send {a, b}, recv a + b */

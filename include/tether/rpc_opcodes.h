@@ -77,7 +77,7 @@ enum tether_rpc_stream {
 
 /*
  * PRINTF: the header, then `fmt_len` format bytes, `args_len` bytes of the
- * packed argument buffer (rpc/device/printf_scan.h), then one record per %s
+ * packed argument buffer (rpc/printf_scan.h), then one record per %s
  * conversion in order: a uint32 length (TETHER_RPC_PRINTF_NULL for a NULL
  * pointer) followed by that many bytes, no padding anywhere.
  */
@@ -143,7 +143,7 @@ _Static_assert(sizeof(struct tether_rpc_answer) == 8, "answer layout");
 /*
  * Inline answers.  When a call has one message per direction (one lane, or a wide call) and the
  * answer's payload is at most TETHER_RPC_INLINE_MAX bytes, the server also puts the whole answer
- * into the head of its send (rpc/rpc.h, ANSWER HEADS: two words of 48 bits), so a GPU caller
+ * into the head of its send (rpc/rpc.h, I3: two words of 48 bits), so a GPU caller
  * gets it with the one read of host memory that tells it the answer has come, instead of two
  * more for the buffers.  The buffers carry the answer message as usual.
  *   word 0: bit 47 TETHER_RPC_INLINE, bits 0..7 status, bits 8..11 payload length,

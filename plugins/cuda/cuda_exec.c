@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "plugin_image.h"
+#include "tether/rpc.h"
+#include "../../rpc/device_client.h"
 
 #define CUDA_STATIC_SHARED_LIMIT (48u * 1024) /* dynamic shared memory without opting in */
 #define CUDA_JIT_LOG_BYTES 1024
@@ -459,6 +461,36 @@ tether_status_t cuda_global_lookup(struct plugin_device *dev, struct plugin_modu
     *addr_p = (void *)(uintptr_t)dptr;
     *size_p = bytes;
     return TETHER_OK;
+}
+
+/* plugin_ops.rpc_client_copy.  NVIDIA images of libtether-device.a read the client's fixed part
+ * (everything but the port state words) from constant memory, __tether_rpc_client_const, whose
+ * cache no fence of a call empties (rpc/device/device_nvptx.h): copy the client's first bytes
+ * there.  An image without the symbol reads the global only. */
+tether_status_t cuda_rpc_client_copy(struct plugin_device *dev, struct plugin_module *module,
+                                     const void *client, size_t size, struct plugin_queue *queue,
+                                     struct tether_error *err)
+{
+    struct tether_error lookup_err = {""};
+    size_t want = tether_rpc_client_const_size();
+    size_t bytes = 0;
+    void *addr = NULL;
+    tether_status_t rc =
+        cuda_global_lookup(dev, module, TETHER_RPC_CLIENT_CONST_SYMBOL, &addr, &bytes, &lookup_err);
+
+    if (rc == TETHER_ERR_NOT_FOUND) {
+        return TETHER_OK;
+    }
+    if (rc != TETHER_OK) {
+        return plugin_error_set(err, rc, "%s", lookup_err.msg);
+    }
+    if (bytes != want || want > size) {
+        return plugin_error_set(err, TETHER_ERR_BAD_IMAGE,
+                                "%s is %zu bytes, this plugin's RPC server expects %zu "
+                                "(libtether-device.a and plugin from different versions?)",
+                                TETHER_RPC_CLIENT_CONST_SYMBOL, bytes, want);
+    }
+    return cuda_memcpy_h2d(dev, addr, client, want, NULL, queue, err);
 }
 
 /* The number of parameters of `func` (drivers of CUDA 12.4 and later: cuFuncGetParamInfo

@@ -531,5 +531,5 @@ const struct plugin_ops plugin_backend_ops = {
     .launch = cuda_launch,
     .jit = &cuda_jit_ops,
     .interop_info = cuda_interop_info,
-    .l2_probe = cuda_l2_probe,
+    .rpc_client_copy = cuda_rpc_client_copy,
 };

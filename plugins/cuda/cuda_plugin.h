@@ -117,11 +117,6 @@ tether_status_t cuda_stream_wait(struct cuda_device *cd, struct plugin_queue *qu
 /* cuda_jit.c: plugin_ops.jit (PTX from LLVM -> cubin through the driver's linker). */
 extern const struct plugin_jit_ops cuda_jit_ops;
 
-/* cuda_l2.c: plugin_ops.l2_probe. */
-tether_status_t cuda_l2_probe(struct plugin_device *dev, uint64_t addr, uint32_t windows,
-                              uint32_t stride, uint32_t *cycles, uint32_t max_sms, uint32_t *sms_p,
-                              struct tether_error *err);
-
 /* Slots, by file. */
 tether_status_t cuda_alloc(struct plugin_device *dev, size_t size, enum plugin_alloc_kind kind,
                            void **ptr_p, struct tether_error *err);
@@ -167,6 +162,9 @@ void cuda_module_unload(struct plugin_device *dev, struct plugin_module *module)
 tether_status_t cuda_global_lookup(struct plugin_device *dev, struct plugin_module *module,
                                    const char *name, void **addr_p, size_t *size_p,
                                    struct tether_error *err);
+tether_status_t cuda_rpc_client_copy(struct plugin_device *dev, struct plugin_module *module,
+                                     const void *client, size_t size, struct plugin_queue *queue,
+                                     struct tether_error *err);
 tether_status_t cuda_kernel_lookup(struct plugin_device *dev, struct plugin_module *module,
                                    const char *name, struct plugin_kernel **kernel_p,
                                    struct tether_error *err);

@@ -57,15 +57,20 @@ static inline uint64_t dev_active_mask(void)
 #endif
 }
 
-#if defined(RPC_ARCH_NVPTX)
-/* Busy-waits until about `cycles` SM clock cycles have passed since `t0`, a reading of %clock64
- * (per SM, fine-grained, where %globaltimer may tick in microseconds on some GPUs). */
-static inline void dev_spin_since(uint64_t t0, uint64_t cycles)
+/* The lanes that make one call together.  NVIDIA: the calling thread alone (a port of one
+ * lane).  Under independent thread scheduling the lanes that __activemask() reports need not
+ * meet again at the next warp-synchronous step, and a mask that the lanes do not agree on makes
+ * shfl/vote/bar.warp.sync undefined (seen on an H200: calls returned garbage or hung); a
+ * one-lane mask is always agreed on, and every warp operation of rpc.h folds away for it.  AMD:
+ * the active lanes of the wave, which run in lockstep.  Host: the one thread. */
+static inline uint64_t dev_call_lanes(void)
 {
-    while (__nvvm_read_ptx_sreg_clock64() - t0 < cycles)
-        ;
-}
+#if defined(RPC_ARCH_NVPTX)
+    return (uint64_t)1 << rpc_arch_lane_id();
+#else
+    return dev_active_mask();
 #endif
+}
 
 /* Lanes of `mask` (all executing this call) for which `pred` holds. */
 static inline uint64_t dev_ballot(uint64_t mask, bool pred)

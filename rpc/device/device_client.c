@@ -1,14 +1,15 @@
 /*
- * rpc/device/device_client.c - the device global `__tether_rpc_client` and
- * the call layer: messages cut into 64-byte packets over rpc/rpc.h ports
- * (framing: tether/rpc_opcodes.h, MESSAGES), and tether_rpc_call() for user
- * opcodes.
+ * rpc/device/device_client.c - the device global `__tether_rpc_client` and the call layer: a
+ * call's request and answer are messages cut into 64-byte packets over an rpc/rpc.h port
+ * (framing: tether/rpc_opcodes.h, MESSAGES), and tether_rpc_call() for user opcodes.
  *
- * SIMT targets: every lane of the calling group runs this code with its own
- * message; lanes that call with different opcodes at the same time are split
- * into one port per opcode.  Host-like targets (x86_64 offload, host tests):
- * one thread per call, spread over all lanes of its port ("wide"), and a
- * doorbell that wakes the server at once.
+ * A call, on every target (dev_call_port): the lanes calling together (device_arch.h,
+ * dev_call_lanes) with one opcode open the caller's home port, send the request (one packet of
+ * one lane as a short request), and for an answer wait for the port's head, which holds a short
+ * answer whole (inline answers), else read the answer's packets; then close.  SIMT targets:
+ * every lane of the group runs this code with its own message.  Host-like targets (x86_64
+ * offload): one thread per call, spread over all lanes of its port ("wide"), and a doorbell
+ * that wakes the server at once.  What NVIDIA does its own way is in device_nvptx.h.
  */
 #include "device_internal.h"
 
@@ -26,31 +27,78 @@ DEV_BEGIN
  * kernel; zero (no server) until then. */
 struct tether_rpc_device_client __tether_rpc_client;
 
+/* The profiling build's hooks (device_internal.h): the library's own do nothing, a program that
+ * times the call path defines them. */
+#if defined(TETHER_RPC_PROFILE)
+__attribute__((weak)) void tether_rpc_profile_mark(int phase)
+{
+    (void)phase;
+}
+
+__attribute__((weak)) void tether_rpc_profile_delay(uint64_t cycles)
+{
+    (void)cycles;
+}
+
+__attribute__((weak)) void tether_rpc_profile_poll(void)
+{
+}
+#define DEV_PROF_(phase) tether_rpc_profile_mark(phase)
+#else
+#define DEV_PROF_(phase) ((void)0)
+#endif
+
+/* What a target may do its own way (NVIDIA: device_nvptx.h, where each is explained).  The
+ * defaults: the client's fixed part read from the global itself, the first poll for an answer
+ * at once. */
 #if defined(RPC_ARCH_NVPTX)
-/* Its first bytes again, in constant memory (struct tether_rpc_device_const). */
-__attribute__((address_space(4))) struct tether_rpc_device_const __tether_rpc_client_const;
+#include "device_nvptx.h"
+#else
+static void dev_client_fixed(struct tether_rpc_device_const *cfg)
+{
+    __builtin_memcpy(cfg, &__tether_rpc_client, sizeof *cfg);
+}
+
+static DEV_INLINE void dev_keep_in_registers(uint64_t w[RPC_BUFFER_SIZE / 8])
+{
+    (void)w;
+}
+
+struct dev_poll {
+    uint32_t unused;
+};
+
+static DEV_INLINE struct dev_poll dev_poll_begin(uint32_t home)
+{
+    (void)home;
+    struct dev_poll poll = {0};
+    return poll;
+}
+
+static DEV_INLINE void dev_poll_answer(struct rpc_client *client, rpc_port_t *port,
+                                       struct dev_poll *poll)
+{
+    (void)poll;
+    rpc_client_recv(client, port, NULL, (void *)0);
+}
+
+static DEV_INLINE void dev_poll_end(const struct dev_poll *poll, uint32_t home)
+{
+    (void)poll;
+    (void)home;
+}
 #endif
 
 bool tether_device_config(struct tether_rpc_device_const *cfg)
 {
-#if defined(RPC_ARCH_NVPTX)
-    *cfg = *(const __attribute__((
-        address_space(4))) struct tether_rpc_device_const *)&__tether_rpc_client_const;
-#else
-    __builtin_memcpy(cfg, &__tether_rpc_client, sizeof *cfg);
-#endif
+    dev_client_fixed(cfg);
     return cfg->magic == TETHER_RPC_CLIENT_MAGIC && cfg->version == TETHER_RPC_CLIENT_VERSION;
 }
 
 bool tether_device_attached(void)
 {
-#if defined(RPC_ARCH_NVPTX)
-    const __attribute__((address_space(4))) struct tether_rpc_device_const *c =
-        &__tether_rpc_client_const;
-#else
-    const struct tether_rpc_device_client *c = &__tether_rpc_client;
-#endif
-    return c->magic == TETHER_RPC_CLIENT_MAGIC && c->version == TETHER_RPC_CLIENT_VERSION;
+    struct tether_rpc_device_const cfg;
+    return tether_device_config(&cfg);
 }
 
 static void dev_copy(void *dst, const void *src, uint64_t n)
@@ -197,16 +245,6 @@ struct dev_rx {
     unsigned char head[16];
 };
 
-/* Phase marks for test/cuda/probe/rpc_phases.c, which compiles this library into itself with
- * TETHER_DEVICE_PROFILE and defines the hook; nothing in normal builds. */
-#if defined(TETHER_DEVICE_PROFILE)
-void tether_device_profile_mark(int phase);
-void tether_device_profile_delay(uint64_t cycles);
-#define DEV_PROF_(phase) tether_device_profile_mark(phase)
-#else
-#define DEV_PROF_(phase) ((void)0)
-#endif
-
 static void rx_use(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
     struct dev_rx *rx = (struct dev_rx *)arg;
@@ -301,112 +339,12 @@ static void dev_host_await(const struct tether_rpc_device_const *c, struct rpc_c
 /* ---- calls -------------------------------------------------------------------------------- */
 
 /*
- * Opens the caller's home port, waiting while it is busy.  One caller's calls
- * thus share one port, and a port carries one call at a time: a call starts
- * only after the server finished (and printed) the previous one, so the
- * output of fire-and-forget calls keeps the caller's order.
- *
- * NVIDIA: in a grid of at most `ports` threads, every thread is alone on its home port, so it
- * names itself to rpc.h with its grid's launch number (%gridid, low 32 bits; 0 gives no key), and
- * its calls that read no buffers close without a fence (rpc.h, L3: ~0.24 us less per call).  A
- * thread of another grid that opens the port next reads the mailbox instead of trusting the
- * state word.  Two threads would be mistaken for one only if grids 2^32 launches apart ran at
- * the same time.  In larger grids, where threads share home ports, every close is fenced.  In a
- * grid of at most TETHER_RPC_NEAR_SPAN threads, where the plugin timed the L2 (CUDA), the home
- * port is the one of the caller's id in its SM's near window, whose lock is about 100-200
- * cycles faster (device_client.h, near windows); still one thread per port.
+ * One call on the caller's home port (dev_caller_id() % ports), waiting while the port is busy.
+ * One caller's calls thus share one port, and a port carries one call at a time: a call starts
+ * only after the server finished (and printed) the previous one, so the output of
+ * fire-and-forget calls keeps the caller's order.  Opening the home port directly, without a
+ * sweep, saves a GPU two reads of host memory per call.
  */
-static DEV_INLINE rpc_port_t dev_open_home(const struct tether_rpc_device_const *c,
-                                           struct rpc_client *client, uint32_t opcode,
-                                           uint64_t mask)
-{
-    uint32_t id = dev_broadcast(mask, dev_caller_id()), ports = client->process.ports;
-    uint32_t home = id < ports ? id : id % ports; /* a division only where it is needed */
-    uint32_t key = 0;
-#if defined(RPC_ARCH_NVPTX)
-    uint64_t threads = (uint64_t)__nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x();
-    if (threads <= ports) {
-        uint64_t grid;
-        __asm__("mov.u64 %0, %%gridid;" : "=l"(grid));
-        key = (uint32_t)grid;
-        /* A small grid: the port whose lock is in the L2 partition near this SM
-         * (device_client.h, near windows). */
-        if ((c->flags & TETHER_RPC_CLIENT_NEAR) != 0 && threads <= TETHER_RPC_NEAR_SPAN) {
-            /* The table word straight from constant memory: indexed at run time, a copy of it
-             * in the caller's struct would put the whole struct in local memory (0.75 us more
-             * per call on an H200). */
-            uint32_t sm = __nvvm_read_ptx_sreg_smid();
-            uint32_t window =
-                sm < TETHER_RPC_NEAR_SMS
-                    ? tether_rpc_near_pick(__tether_rpc_client_const.near[sm / 32], sm)
-                    : 0;
-            home = tether_rpc_near_home(c->flags, window, id);
-        }
-    }
-#else
-    (void)c;
-#endif
-    uint32_t spins = 0;
-    rpc_port_t port;
-    while (!rpc_client_try_open_keyed(client, opcode, mask, home, key, &port))
-        rpc_arch_backoff(&spins);
-    return port;
-}
-
-/*
- * Waits for the answer's head.  NVIDIA: one poll of host memory is a round trip over the link
- * (about 1.3 us on an H200), and an answer that lands in host memory just after a poll has read
- * it is seen only one round trip later, so the first poll is issued after a delay learnt per
- * port (device_wait.h: why and how) and kept in the port's user bits.  What the call does after
- * a first poll that found the answer is worked out during that delay: the delay rule's next
- * step (dev_wait_plan) and the word that closes the port (*close_p, *fenced_p, for
- * rpc_client_close_after_head; a thread's instructions after the answer are on the call's path,
- * those before the poll are not).  Elsewhere: rpc_client_recv.
- */
-static DEV_INLINE void dev_await_head(const struct tether_rpc_device_const *c,
-                                      struct rpc_client *client, rpc_port_t *port,
-                                      uint64_t *close_p, bool *fenced_p)
-{
-    (void)c; /* host clients only */
-#if defined(RPC_ARCH_NVPTX)
-    uint64_t sent = __nvvm_read_ptx_sreg_clock64();
-    uint32_t user = rpc_port_user(port);
-    bool explore = dev_wait_explores(rpc_port_seq(port));
-    uint64_t wait = dev_wait_cycles(user, explore);
-#if defined(DEV_FIXED_WAIT) /* test/cuda/probe/rpc_phases variants: no learning */
-    wait = (uint64_t)DEV_FIXED_WAIT * DEV_WAIT_UNIT;
-#endif
-    struct dev_wait_plan plan = dev_wait_plan(user, explore);
-    uint64_t close = rpc_client_close_word_after_head(port, fenced_p);
-    /* Computed here, not after the poll where they are used. */
-    __asm__ volatile(""
-                     : "+r"(plan.slow_after), "+r"(plan.slow_bits), "+r"(plan.hit_units),
-                       "+r"(plan.fast_cap), "+l"(close));
-    *close_p = close;
-    dev_spin_since(sent, wait);
-#if defined(TETHER_DEVICE_PROFILE)
-    tether_device_profile_delay(wait);
-#endif
-    uint64_t t0 = __nvvm_read_ptx_sreg_clock64();
-    bool hit = rpc_client_try_recv(client, port, NULL, (void *)0);
-    uint64_t took = __nvvm_read_ptx_sreg_clock64() - t0;
-    if (hit) {
-        rpc_port_set_user(port, dev_wait_hit(&plan, took));
-    } else {
-        rpc_client_recv(client, port, NULL, (void *)0);
-        rpc_port_set_user(port, dev_wait_next(user, explore, false, took));
-    }
-#else
-#if defined(RPC_ARCH_HOST)
-    if (c->flags & TETHER_RPC_CLIENT_WAKES)
-        dev_host_await(c, client, port);
-    else
-#endif
-        rpc_client_recv(client, port, NULL, (void *)0);
-    *close_p = rpc_client_close_word_after_head(port, fenced_p); /* after the recv: the same */
-#endif
-}
-
 static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opcode,
                                      uint64_t mask, const struct dev_iov *iov, uint32_t niov,
                                      bool answer, void *dst, uint64_t cap, uint64_t *len_p,
@@ -421,73 +359,110 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
      * branch of rpc.h from the call's code. */
     struct rpc_client client = c->client;
     client.process.server = 0;
-#if defined(RPC_ARCH_NVPTX)
-    /* One thread, one packet: a short request (tagged words, no fence before the flag), its
-     * words built before the port's lock, whose acquire empties L1 (the caller's bytes, often
-     * on its stack, would then be read from L2). */
-    bool one = tx_one_packet(&tx);
+    uint32_t ports = client.process.ports;
+    uint32_t id = dev_broadcast(mask, dev_caller_id());
+    uint32_t home = id < ports ? id : id % ports; /* a division only where it is needed */
+
+    /* One lane, one packet: a short request (rpc.h: tagged words, no fence before the flag),
+     * its words built before the port's lock. */
+    bool one = (mask & (mask - 1)) == 0 && tx_one_packet(&tx);
     _Alignas(16) uint64_t w[RPC_BUFFER_SIZE / 8];
     if (one) {
         tx_packet(&tx, w);
-        /* The words into registers here: left to the compiler, their loads of the caller's
-         * bytes sink past the lock, and every one is then a read of L2. */
-#pragma unroll
-        for (uint32_t k = 0; k < RPC_BUFFER_SIZE / 8; k++)
-            __asm__ volatile("" : "+l"(w[k]));
+        dev_keep_in_registers(w);
     }
-#endif
+    struct dev_poll poll = dev_poll_begin(home);
     DEV_PROF_(0);
-    rpc_port_t port = dev_open_home(c, &client, opcode, mask);
+    uint32_t spins = 0;
+    rpc_port_t port;
+    while (!rpc_client_try_open_port(&client, opcode, mask, home, &port))
+        rpc_arch_backoff(&spins);
     DEV_PROF_(1);
-#if defined(RPC_ARCH_NVPTX)
     if (one) {
         rpc_client_send_short(&client, &port, w, (uint32_t)(8 + tx.len));
         tx.sent = RPC_BUFFER_SIZE;
-    }
-#endif
-    bool first = true;
-    while (rpc_arch_any(mask, tx.sent < 8 + tx.len)) {
+    } else {
         rpc_client_send(&client, &port, strs ? tx_fill_strs : tx_fill, &tx);
-        if (first) {
-            dev_ring(c);
-            first = false;
-        }
     }
+    dev_ring(c);
+    while (rpc_arch_any(mask, tx.sent < 8 + tx.len))
+        rpc_client_send(&client, &port, strs ? tx_fill_strs : tx_fill, &tx);
     DEV_PROF_(2);
-
-    if (answer) {
-        /* The head tells that the answer came and, for a short one, holds all of it. */
-        uint64_t close;
-        bool fenced;
-        dev_await_head(c, &client, &port, &close, &fenced);
-        DEV_PROF_(5);
-        uint64_t head[2] = {rpc_port_head(&port, 0), rpc_port_head(&port, 1)};
-        if (tether_rpc_inline_is(head)) {
-            /* All of it in the head: unlock first, so that the unlock's release has no store
-             * of the answer to wait for. */
-            rpc_client_close_after_head(&client, &port, close, fenced);
-            DEV_PROF_(4);
-            tether_rpc_inline_unpack(head, status_p, len_p, (unsigned char *)dst, cap);
-            DEV_PROF_(3);
-            return;
-        }
-        struct dev_rx rx;
-        rx.dst = (unsigned char *)dst;
-        rx.cap = cap;
-        rx.len = 0;
-        rx.got = 0;
-        rpc_client_peek(&client, &port, rx_use, &rx);
-        while (rpc_arch_any(mask, rx.got < 8 + rx.len))
-            rpc_client_recv(&client, &port, rx_use, &rx);
-        struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
-        if (rx.len >= sizeof ans)
-            dev_copy(&ans, rx.head + 8, sizeof ans);
-        *status_p = ans.status;
-        *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
-        DEV_PROF_(3);
+    if (!answer) {
+        rpc_client_close(&client, &port);
+        DEV_PROF_(4);
+        return;
     }
+
+    /* The head tells that the answer came and, for a short one, holds all of it. */
+#if defined(RPC_ARCH_HOST)
+    if (c->flags & TETHER_RPC_CLIENT_WAKES)
+        dev_host_await(c, &client, &port);
+    else
+#endif
+        dev_poll_answer(&client, &port, &poll);
+    DEV_PROF_(5);
+    uint64_t head[2] = {rpc_port_head(&port, 0), rpc_port_head(&port, 1)};
+    if (tether_rpc_inline_is(head)) {
+        /* All of it in the head: unlock first, so that the unlock's release has no store of the
+         * answer to wait for. */
+        rpc_client_close(&client, &port);
+        DEV_PROF_(4);
+        tether_rpc_inline_unpack(head, status_p, len_p, (unsigned char *)dst, cap);
+        DEV_PROF_(3);
+        dev_poll_end(&poll, home);
+        return;
+    }
+    struct dev_rx rx;
+    rx.dst = (unsigned char *)dst;
+    rx.cap = cap;
+    rx.len = 0;
+    rx.got = 0;
+    rpc_client_peek(&client, &port, rx_use, &rx);
+    while (rpc_arch_any(mask, rx.got < 8 + rx.len))
+        rpc_client_recv(&client, &port, rx_use, &rx);
+    struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
+    if (rx.len >= sizeof ans)
+        dev_copy(&ans, rx.head + 8, sizeof ans);
+    *status_p = ans.status;
+    *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
+    DEV_PROF_(3);
     rpc_client_close(&client, &port);
     DEV_PROF_(4);
+    dev_poll_end(&poll, home);
+}
+
+/* The lanes that make a call together (device_arch.h), and on the host a wide call: the one
+ * caller's message runs through all lanes' buffers. */
+static DEV_INLINE uint64_t dev_call_mask(const struct tether_rpc_device_const *c, uint32_t *opcode)
+{
+#if RPC_ARCH_SIMT
+    (void)c;
+    (void)opcode;
+    return dev_call_lanes();
+#else
+    if (!(c->flags & TETHER_RPC_CLIENT_WIDE))
+        return 1;
+    uint32_t lanes = c->client.process.lanes;
+    *opcode |= TETHER_RPC_WIDE;
+    return lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << lanes) - 1);
+#endif
+}
+
+/* The lanes of `mask` that call with the same opcode as this one: lanes calling together with
+ * different opcodes take one port per opcode.  A call of one lane (NVIDIA's, known to the
+ * compiler) is its own group. */
+static DEV_INLINE uint64_t dev_opcode_group(uint64_t mask, uint32_t opcode)
+{
+    if ((mask & (mask - 1)) == 0)
+        return mask;
+    for (;;) {
+        uint32_t lead = dev_broadcast(mask, opcode);
+        uint64_t group = dev_ballot(mask, opcode == lead);
+        if (opcode == lead)
+            return group;
+        mask &= ~group;
+    }
 }
 
 bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
@@ -497,44 +472,15 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
     if (!tether_device_config(&cfg))
         return false;
     DEV_PROF_(8);
-    const struct tether_rpc_device_const *c = &cfg;
-#if defined(RPC_ARCH_NVPTX)
-    /* Each thread makes its own call (a one-lane port).  Under independent
-     * thread scheduling the lanes that __activemask() reports need not meet
-     * again at the next warp-synchronous step, and a mask that the lanes do
-     * not agree on makes shfl/vote/bar.warp.sync undefined (seen on an H200:
-     * calls returned garbage or hung).  A one-lane mask is always agreed on. */
-    uint64_t mask = (uint64_t)1 << rpc_arch_lane_id();
-    dev_call_port(c, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, false);
+    uint64_t mask = dev_opcode_group(dev_call_mask(&cfg, &opcode), opcode);
+    dev_call_port(&cfg, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, false);
     return true;
-#elif RPC_ARCH_SIMT
-    /* AMD: the active lanes of a wave run in lockstep.  Lanes calling together
-     * with different opcodes take one port per opcode. */
-    uint64_t remaining = dev_active_mask();
-    for (;;) {
-        uint32_t lead = dev_broadcast(remaining, opcode);
-        uint64_t group = dev_ballot(remaining, opcode == lead);
-        if (opcode == lead) {
-            dev_call_port(c, opcode, group, iov, niov, answer, dst, cap, len_p, status_p, false);
-            return true;
-        }
-        remaining &= ~group;
-    }
-#else
-    uint64_t mask = 1;
-    if (c->flags & TETHER_RPC_CLIENT_WIDE) {
-        uint32_t lanes = c->client.process.lanes;
-        mask = lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << lanes) - 1);
-        opcode |= TETHER_RPC_WIDE;
-    }
-    dev_call_port(c, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, false);
-    return true;
-#endif
 }
 
-/* tether_device_call for PRINTF with a DEV_IOV_PRINTF_STRS piece.  Its own copy of the lane
- * choice, so that the call into device_stdio.c stays out of tether_device_call's code; out of
- * line on GPUs, so that its registers do not count against a kernel's ordinary printf. */
+/* tether_device_call for PRINTF with a DEV_IOV_PRINTF_STRS piece (every lane here prints: one
+ * opcode).  Its own entry, so that the call into device_stdio.c stays out of
+ * tether_device_call's code; out of line on GPUs, so that its registers do not count against a
+ * kernel's ordinary printf. */
 #if RPC_ARCH_SIMT
 __attribute__((noinline))
 #endif
@@ -544,18 +490,7 @@ bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov)
     if (!tether_device_config(&cfg))
         return false;
     uint32_t opcode = TETHER_RPC_OP_PRINTF;
-#if defined(RPC_ARCH_NVPTX)
-    uint64_t mask = (uint64_t)1 << rpc_arch_lane_id(); /* as tether_device_call */
-#elif RPC_ARCH_SIMT
-    uint64_t mask = dev_active_mask(); /* every lane here prints: one opcode */
-#else
-    uint64_t mask = 1;
-    if (cfg.flags & TETHER_RPC_CLIENT_WIDE) {
-        uint32_t lanes = cfg.client.process.lanes;
-        mask = lanes >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << lanes) - 1);
-        opcode |= TETHER_RPC_WIDE;
-    }
-#endif
+    uint64_t mask = dev_call_mask(&cfg, &opcode);
     dev_call_port(&cfg, opcode, mask, iov, niov, false, (void *)0, 0, (uint64_t *)0, (uint32_t *)0,
                   true);
     return true;

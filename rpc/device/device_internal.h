@@ -17,8 +17,7 @@
 #include <stdint.h>
 
 #include "device_arch.h"
-#include "device_client.h"
-#include "device_wait.h"
+#include "../device_client.h"
 
 DEV_BEGIN
 
@@ -26,11 +25,28 @@ DEV_BEGIN
  * compiler see that the lane mask is one bit (1 << lane), which folds every warp vote and shuffle
  * of rpc.h away and keeps the packet in registers.  Left to the inliner, dev_call_port stayed a
  * function of its own in a `teams distribute parallel for` kernel (local memory, warp
- * operations: 3.6 us per call against 2.5 on an H200, test/cuda/probe/rpc_pages.c). */
+ * operations: 3.6 us per call against 2.5 on an H200, tools/probes/rpc_pages.c). */
 #if RPC_ARCH_SIMT
 #define DEV_INLINE inline __attribute__((always_inline))
 #else
 #define DEV_INLINE inline
+#endif
+
+/* A profiling build (-DTETHER_RPC_PROFILE; the CMake option TETHER_RPC_PROFILE=ON builds
+ * libtether-device.a so) calls these hooks on a call's path; normal builds have none of them.
+ * The library's definitions are weak and do nothing: a program that times calls defines its own
+ * ahead of the library on the link line, as a program's objects are (clang-16's device link
+ * takes the first definition of a name; tools/probes/rpc_phases).
+ *   tether_rpc_profile_mark   phases of a call (device_client.c, DEV_PROF_): 8 the library's
+ *                             entry read the client, 0 the request is built, 1 the port is open,
+ *                             2 the request is sent, 5 the answer's head arrived, 3 the answer
+ *                             is read, 4 the port is closed
+ *   tether_rpc_profile_delay  NVIDIA: the SM cycles waited before the first poll for an answer
+ *   tether_rpc_profile_poll   NVIDIA: a poll or an open that found nothing (rpc_arch.h) */
+#if defined(TETHER_RPC_PROFILE)
+void tether_rpc_profile_mark(int phase);
+void tether_rpc_profile_delay(uint64_t cycles);
+void tether_rpc_profile_poll(void);
 #endif
 
 /* One piece of a request. */

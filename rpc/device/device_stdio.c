@@ -20,7 +20,7 @@
  * and write nothing.
  */
 #include "device_internal.h"
-#include "printf_scan.h"
+#include "../printf_scan.h"
 
 #if !RPC_ARCH_SIMT
 #include <errno.h>

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../device/device_client.h"
+#include "../device_client.h"
 #include "../rpc.h"
 #include "rpc_env.h"
 #include "rpc_printf.h"

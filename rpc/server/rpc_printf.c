@@ -10,7 +10,7 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "../device/printf_scan.h"
+#include "../printf_scan.h"
 #include "tether/rpc_opcodes.h"
 
 void rpc_outbuf_free(struct rpc_outbuf *buf)

@@ -5,7 +5,7 @@
  * packed argument buffer that clang-16 builds for `__llvm_omp_vprintf`, and
  * the bytes of each %s argument) into the text the host's own printf would
  * have written.  The packing rules and the one scanner both sides share are
- * in rpc/device/printf_scan.h.
+ * in rpc/printf_scan.h.
  *
  * What each conversion takes from the buffer follows from the format alone
  * (printf_scan.h): every `*` takes an int, a conversion glibc knows takes

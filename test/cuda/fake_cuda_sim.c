@@ -40,6 +40,11 @@
  *                         CUDA has no attribute for it); "none", or anything else that is not
  *                         such an address: the PCI attributes fail with CUDA_ERROR_INVALID_VALUE;
  *                         unset: 0000:3b:00.0
+ *   FAKE_CUDA_SIM_RPC_CONST  1: at the first launch after a module with both RPC client globals
+ *                         loaded, say on stderr whether __tether_rpc_client_const holds the first
+ *                         bytes of __tether_rpc_client ("fake_cuda_sim: launch: the constant
+ *                         client copy equals|differs from ... (magic M)", M the client's first
+ *                         word: 0x43505254 once written)
  * Limits: cuCtxSetLimit refuses values above 1 GiB (CUDA_ERROR_INVALID_VALUE), as the real driver
  * refuses a limit it cannot grant.
  * Kernels: cuModuleGetFunction finds the FUNC symbols of the image's symbol table (a cubin's
@@ -811,7 +816,36 @@ struct CUmod_st {
     size_t global_size[SIM_GLOBALS];
     char **funcs; /* the FUNC symbols of the image: its kernels */
     size_t nfuncs;
+    struct CUmod_st *next; /* the loaded modules (sim_modules, under sim_lock) */
+    int said;              /* FAKE_CUDA_SIM_RPC_CONST: reported at a launch */
 };
+
+static struct CUmod_st *sim_modules;
+
+/* FAKE_CUDA_SIM_RPC_CONST (see the top), at a launch, under sim_lock. */
+static void sim_check_rpc_const(void)
+{
+    const char *env = getenv("FAKE_CUDA_SIM_RPC_CONST");
+
+    if (env == NULL || strcmp(env, "1") != 0) {
+        return;
+    }
+    for (struct CUmod_st *m = sim_modules; m != NULL; m = m->next) {
+        size_t n = m->global_size[1];
+
+        if (m->said || m->global[0] == NULL || m->global[1] == NULL || n > m->global_size[0]) {
+            continue;
+        }
+        uint32_t magic = 0;
+        memcpy(&magic, m->global[0], n < sizeof magic ? n : sizeof magic);
+        m->said = 1;
+        fprintf(stderr,
+                "fake_cuda_sim: launch: the constant client copy %s the first %zu bytes of "
+                "__tether_rpc_client (magic %#x)\n",
+                memcmp(m->global[0], m->global[1], n) == 0 ? "equals" : "differs from", n,
+                (unsigned)magic);
+    }
+}
 
 /* The size of each of sim_globals the ELF image's symbol table defines, and its functions. */
 static void sim_module_globals(struct CUmod_st *mod, const unsigned char *image)
@@ -876,6 +910,10 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
     }
     COUNT(modules_loaded);
     DEVICE_ADD(dev, modules_loaded, 1);
+    pthread_mutex_lock(&sim_lock);
+    mod->next = sim_modules;
+    sim_modules = mod;
+    pthread_mutex_unlock(&sim_lock);
     *module = mod;
     return CUDA_SUCCESS;
 }
@@ -884,6 +922,14 @@ CUresult cuModuleUnload(CUmodule module)
 {
     COUNT(calls);
     COUNT(modules_unloaded);
+    pthread_mutex_lock(&sim_lock);
+    for (struct CUmod_st **m = &sim_modules; *m != NULL; m = &(*m)->next) {
+        if (*m == module) {
+            *m = module->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&sim_lock);
     for (size_t g = 0; g < SIM_GLOBALS; g++) {
         free(module->global[g]);
     }
@@ -969,6 +1015,7 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int grid_x, unsigned int grid_
     fake_cuda_sim_stats.last_grid = grid_x;
     fake_cuda_sim_stats.last_block = block_x;
     fake_cuda_sim_stats.last_shared = shared_bytes;
+    sim_check_rpc_const();
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }

@@ -21,6 +21,10 @@
 #              those cores, "local to" that address.  With the PCI attributes failing
 #              (FAKE_CUDA_SIM_PCI=none) the device still works and the line says "no PCI address".
 #              Exits 77 (ctest's skip) when sysfs lists no such device.
+#   rpc-const  PROBE is plugin_probe_rpc, FAKE_DIR the simulated GPU: when the region's kernel
+#              launches, the image's constant client copy (__tether_rpc_client_const, written by
+#              the CUDA backend) holds the first bytes of the client global as the server wrote
+#              it (FAKE_CUDA_SIM_RPC_CONST).
 set -uo pipefail
 mode=$1 probe=$2 plugins=$3 fake=$4
 out=$(mktemp)
@@ -109,7 +113,15 @@ case $mode in
     grep -qF "thread on any core (2 NUMA nodes, no PCI address)" "$out" ||
       fail "with the PCI attributes failing, the rpc: line does not say \"no PCI address\""
     ;;
-  *) echo "usage: $0 no-driver|fake|params|usm|placement PROBE PLUGIN_DIR FAKE_DIR" >&2; exit 2 ;;
+  rpc-const)
+    LD_LIBRARY_PATH="$fake:$plugins" FAKE_CUDA_SIM_RPC_CONST=1 "$probe" sim >"$out" 2>&1 ||
+      fail "the probe failed on the simulated GPU"
+    grep -qF "fake_cuda_sim: launch: the constant client copy equals the first 88 bytes of __tether_rpc_client (magic 0x43505254)" "$out" ||
+      fail "the constant client copy does not hold the client's first 88 bytes at the launch"
+    if grep -q "differs from" "$out"; then fail "a constant client copy differs from its client"; fi
+    cat "$out"
+    ;;
+  *) echo "usage: $0 no-driver|fake|params|usm|placement|rpc-const PROBE PLUGIN_DIR FAKE_DIR" >&2; exit 2 ;;
 esac
 cat "$out"
 echo "plugin_test $mode: ok"

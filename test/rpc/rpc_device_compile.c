@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #pragma omp declare target
-#include "rpc.h"
+#include "rpc_stream.h"
 
 static void fill_word(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
@@ -50,8 +50,8 @@ uint64_t rpc_compile_client(struct rpc_client *client, uint64_t lane_mask, uint3
         rpc_client_send(client, &port, fill_word, &value);
         rpc_client_close(client, &port);
     }
-    /* A keyed call answered through the head alone: its close has no fence. */
-    if (rpc_client_try_open_keyed(client, 9, lane_mask, hint, hint + 1, &port)) {
+    /* A call on a home port answered through the head alone. */
+    if (rpc_client_try_open_port(client, 9, lane_mask, hint, &port)) {
         rpc_client_send(client, &port, fill_word, &value);
         rpc_client_recv(client, &port, NULL, NULL);
         sum += rpc_port_head(&port, 0);

@@ -46,6 +46,13 @@ check() {
     fi
     echo "device code has: $1"
 }
+check_absent() {
+    if grep -q -- "$1" "$work/dev.s"; then
+        echo "FAIL: $target device code has '$1'"
+        exit 1
+    fi
+    echo "device code lacks: $1"
+}
 case $target in
 nvptx|amdgcn)
     # shellcheck disable=SC2086
@@ -60,8 +67,8 @@ nvptx)
     check "ld.volatile"         # W1 relaxed system-scope loads
     check "ld.acquire.sys.global.v2.u64"  # answer head: one 16-byte read
     check "atom.acquire.gpu.global.or.b64" # client port state word: lock
-    check "st.release.gpu.global.u64"     # ... and unlock, fenced
-    check "st.relaxed.gpu.global.u64"     # ... or not (L3)
+    check "st.release.gpu.global.u64"     # ... and unlock, always a release
+    check_absent "st.relaxed.gpu"         # no close without a fence
     check "shfl.sync.idx"       # warp-uniform mailbox values
     ;;
 amdgcn)

@@ -11,10 +11,18 @@
  * Modelled: NPORTS (1 to 3) ports, NCLIENTS client agents making CALLS calls each with
  * a nondeterministic shape (ECHO: send, recv / FIRE: send, close / MULTI:
  * send, send, recv / LEAVE: send, close, and the server answers anyway),
- * NSERVERS server agents.  Per port: the client and the server outbox bit, a
- * client lock bit and a server lock bit (each side's private lock bitmap),
- * the header opcode and seq, the client's seq counter (private), and the
- * answer head: 0 when cleared, else seq + 1 of the call it answers.  The
+ * NSERVERS server agents.  Per port: the client and the server outbox bit, the
+ * client's state word (its lock bit, KNOWN and OUT: rpc.h I5) and the server's
+ * lock bit (each side's private memory), the header opcode and seq, the
+ * client's seq counter (private), and the answer head: 0 when cleared, else
+ * seq + 1 of the call it answers.  A client opens by a sweep from its hint
+ * (rpc_client_try_open), or with -DHOME only its home port, id % NPORTS
+ * (rpc_client_try_open_port, as the device library does), waiting while it is
+ * busy.  Either way the lock RMW returns the state word: a KNOWN port opens
+ * with no look at the mailbox (its OUT is the client's bit now), any other
+ * one after the re-check (L2) of the server's flag against OUT.  A close is
+ * one store of the state word: KNOWN when the client still owns the port
+ * (its last step was a recv), OUT its outbox bit, the lock clear.  The
  * client clears the head before each flip and its recv waits for the head
  * of its own call; the server stores the head after its send's flip, as a
  * separate step (a server may stall between the two).  Seqs count modulo
@@ -48,6 +56,11 @@
  *   MUTANT_NO_SEQ       the client takes any stored head for its answer: a
  *                       server answering a LEAVE call stores its head after
  *                       the next call's client cleared it
+ *   MUTANT_KNOWN_AFTER_SEND  a close after a send (FIRE, LEAVE) marks the port
+ *                       KNOWN too: the next opener trusts a port the server
+ *                       owns
+ *   MUTANT_NO_OUT       a close does not record OUT: the next opener's
+ *                       re-check compares the server's flag with a stale bit
  *
  * SHORT REQUESTS (-DSHORT: the client chooses for each call whether its
  * first send is fenced or short; -DSHORT_ONLY: always short).
@@ -150,7 +163,9 @@
 
 bit cout[NPORTS];      /* client outbox bit of each port */
 bit sout[NPORTS];      /* server outbox bit */
-bit clk[NPORTS];       /* client-side lock bit (client's private memory) */
+bit clk[NPORTS];       /* client state word: the lock bit (client's private memory) */
+bit known[NPORTS];     /* client state word: KNOWN, client-owned since the last close */
+bit kout[NPORTS];      /* client state word: OUT, the client's outbox bit at the last close */
 bit slk[NPORTS];       /* server-side lock bit (server's private memory) */
 byte opcode[NPORTS];   /* header */
 byte hseq[NPORTS];     /* header: the call's seq */
@@ -327,7 +342,7 @@ inline client_send_short(p, tag, op) {
 
 proctype client(byte id) {
     byte p, i, op, tag, calls = 0;
-    bit cin, cme, locked;
+    bit cin, cme, locked, wasknown;
 
     do
     :: calls < CALLS ->
@@ -340,6 +355,27 @@ proctype client(byte id) {
 #endif
         fi;
 retry:
+#ifdef HOME
+        /* open: the home port only, as rpc_client_try_open_port */
+        p = id % NPORTS;
+        atomic { locked = (clk[p] == 0); clk[p] = 1; wasknown = known[p] };  /* fetch_or (L1) */
+        if
+        :: locked && wasknown -> goto opened            /* KNOWN: no mailbox read (I5) */
+        :: locked && !wasknown ->
+#ifndef MUTANT_NO_RECHECK
+            if
+            :: sout[p] == kout[p] -> goto opened         /* re-check (L2) against OUT */
+            :: else -> clk[p] = 0                       /* server still has it */
+            fi
+#else
+            goto opened
+#endif
+        :: else -> skip
+        fi;
+        /* busy: back off until the port looks free */
+        CLIENT_FREE(p);
+        goto retry;
+#else
         /* open: one sweep from the hint (id), as rpc_client_try_open */
         i = 0;
         do
@@ -352,12 +388,14 @@ retry:
                 cin = sout[p];
                 if
                 :: cin == cme ->
-                    atomic { locked = (clk[p] == 0); clk[p] = 1 };  /* fetch_or (L1) */
+                    /* fetch_or (L1): returns the whole state word */
+                    atomic { locked = (clk[p] == 0); clk[p] = 1; wasknown = known[p] };
                     if
-                    :: locked ->
+                    :: locked && wasknown -> goto opened    /* KNOWN: no re-check (I5) */
+                    :: locked && !wasknown ->
 #ifndef MUTANT_NO_RECHECK
                         if
-                        :: CLIENT_OWNS(p) -> goto opened    /* re-check (L2) */
+                        :: sout[p] == kout[p] -> goto opened /* re-check (L2) against OUT */
                         :: else -> clk[p] = 0               /* server still has it */
                         fi
 #else
@@ -375,6 +413,7 @@ retry:
         /* nothing free in this sweep: back off until a port looks free */
         ANY_FREE;
         goto retry;
+#endif
 opened:
         open_[id] = true;
 #ifdef SHORT
@@ -409,7 +448,18 @@ opened:
         :: op == FIRE || op == LEAVE -> skip /* close without waiting */
         :: op == MULTI -> client_send(p); client_recv(p, tag)
         fi;
-        clk[p] = 0;                      /* close: unlock (release) */
+        /* close: one release store of the state word, the lock bit clear (L1, I5) */
+        atomic {
+#ifndef MUTANT_KNOWN_AFTER_SEND
+            known[p] = (op == ECHO || op == MULTI);     /* the last step was a recv */
+#else
+            known[p] = 1;
+#endif
+#ifndef MUTANT_NO_OUT
+            kout[p] = cout[p];
+#endif
+            clk[p] = 0
+        };
         open_[id] = false;
         calls++
     :: else -> break

@@ -12,8 +12,8 @@
 #
 # Every search is bounded by depth and memory, never by time: a search that
 # needs more fails and says which bound stopped it.  The largest check today
-# reaches depth 1146 and 1.5 GB (about 33 million states); raise a bound
-# here when the model grows past it.
+# takes 2.1 GB (about 36 million states), the deepest reaches depth 1146;
+# raise a bound here when the model grows past it.
 #   SPIN_DEPTH      pan -m: the deepest path searched (default 10000 steps)
 #   SPIN_MEMORY_MB  pan -DMEMLIM: every byte pan allocates, the 128 MB hash
 #                   table (-w24) included (default 3072 MB)

@@ -26,10 +26,9 @@
  * requests are sent by hand with the flag first and the words after it, in
  * shuffled order with yields between, as words still in flight would arrive:
  * the server must leave such a port and come back to it.
- * With --keyed 1 each client opens its home port (client % ports) by key
- * (rpc_client_try_open_keyed, key client + 1), as a GPU thread does: its
- * calls that read no buffers close without a fence, and clients that share a
- * home port must find it through the mailbox (rpc.h, L3).
+ * With --home 1 each client opens its home port (client % ports) directly
+ * (rpc_client_try_open_port), as a device thread does: clients that share a
+ * home port take turns on it, each trusting the state word the other left.
  */
 #if defined(RPC_TEST_CHECKED)
 #undef NDEBUG /* the checked variant: every protocol assertion on */
@@ -53,7 +52,7 @@ struct shared {
 };
 
 static uint64_t opt_ports = 64, opt_lanes = 1, opt_clients = 4, opt_servers = 1, opt_calls = 100000,
-                opt_fork = 0, opt_short = 0, opt_late = 0, opt_keyed = 0;
+                opt_fork = 0, opt_short = 0, opt_late = 0, opt_home = 0;
 static uint64_t per_client;
 static void *region;
 static struct shared *shared;
@@ -136,7 +135,7 @@ static uint64_t head_payload(uint64_t tag, uint32_t i)
 
 /* rpc_client_send_short done by hand in the worst order a link may deliver it: the flag first,
  * then the words one by one, shuffled, with yields between.  Mirrors the encoding in rpc.h
- * (SHORT REQUESTS): meta word, then six packet bytes per word above the tag. */
+ * (struct rpc_header): meta word, then six packet bytes per word above the tag. */
 static void late_send_short(rpc_port_t *port, const uint64_t *pkt, uint32_t nbytes, uint64_t r)
 {
     struct rpc_process *p = &client.process;
@@ -194,10 +193,9 @@ static void *client_main(void *arg)
         uint32_t n = (uint32_t)__builtin_popcountll(mask);
 
         rpc_port_t port;
-        if (opt_keyed) {
+        if (opt_home) {
             uint32_t spins = 0;
-            while (!rpc_client_try_open_keyed(&client, op, mask, (uint32_t)(c % opt_ports),
-                                              (uint32_t)c + 1, &port))
+            while (!rpc_client_try_open_port(&client, op, mask, (uint32_t)(c % opt_ports), &port))
                 rpc_arch_backoff(&spins);
         } else {
             port = rpc_client_open(&client, op, mask, hint);
@@ -329,11 +327,11 @@ int main(int argc, char **argv)
     const struct test_opt opts[] = {
         {"--ports", &opt_ports},     {"--lanes", &opt_lanes}, {"--clients", &opt_clients},
         {"--servers", &opt_servers}, {"--calls", &opt_calls}, {"--fork", &opt_fork},
-        {"--short", &opt_short},     {"--late", &opt_late},   {"--keyed", &opt_keyed},
+        {"--short", &opt_short},     {"--late", &opt_late},   {"--home", &opt_home},
     };
     test_parse(argc, argv, opts, (int)(sizeof(opts) / sizeof(opts[0])));
     CHECK(opt_clients >= 1 && opt_clients <= 256 && opt_servers >= 1 && opt_servers <= 16);
-    CHECK(opt_short <= 1 && opt_late <= opt_short && opt_keyed <= 1);
+    CHECK(opt_short <= 1 && opt_late <= opt_short && opt_home <= 1);
     CHECK(rpc_config_valid((uint32_t)opt_ports, (uint32_t)opt_lanes));
     per_client = (opt_calls + opt_clients - 1) / opt_clients;
     uint64_t total = per_client * opt_clients;
@@ -399,7 +397,7 @@ int main(int argc, char **argv)
            "%llu lanes: ok in %.2f s (%.0f calls/s)\n",
            (unsigned long long)total,
            opt_short ? (opt_late ? " (short, some late)" : " (short mixed in)") : "",
-           opt_keyed ? " (keyed home ports)" : "", (unsigned long long)opt_clients,
+           opt_home ? " (home ports)" : "", (unsigned long long)opt_clients,
            (unsigned long long)opt_servers, opt_fork ? " in another process" : "",
            (unsigned long long)opt_ports, (unsigned long long)opt_lanes, dt, (double)total / dt);
     free(client_locks);

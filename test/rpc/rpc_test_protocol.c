@@ -415,47 +415,6 @@ static void test_scan_order(uint32_t ports)
     pair_fini(&p);
 }
 
-static uint64_t client_state(struct pair *p, uint32_t index);
-
-/* User bits: a port keeps a client's 16 bits from its close to the next open (any caller's),
- * through fire-and-forget calls, answered calls and an open that finds the port busy; the
- * protocol's own state (seq, known) is not disturbed by them. */
-static void test_user_bits(void)
-{
-    struct pair p;
-    pair_init(&p, 2, 1);
-    uint64_t v = 7, got[1];
-    rpc_port_t cp, sp, other;
-    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 1, &cp) && rpc_port_user(&cp) == 0);
-    rpc_port_set_user(&cp, 0x1abcd); /* 16 bits kept */
-    CHECK(rpc_port_user(&cp) == 0xabcd);
-    CHECK(rpc_client_try_send(&p.client, &cp, put, &v)); /* fire and forget */
-    rpc_client_close(&p.client, &cp);
-    CHECK(!rpc_client_try_open_port(&p.client, 1, 1, 1, &other)); /* the server's turn: busy */
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_index(&sp) == 1);
-    CHECK(rpc_server_try_recv(&p.server, &sp, get, got) && got[0] == 7);
-    rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 1, &cp) && rpc_port_user(&cp) == 0xabcd);
-    uint32_t seq = cp.seq_;
-    rpc_port_set_user(&cp, 0xffff);
-    CHECK(rpc_client_try_send(&p.client, &cp, put, &v)); /* answered */
-    CHECK(rpc_server_try_open(&p.server, &sp));
-    CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
-    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
-    rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_recv(&p.client, &cp, get, got) && got[0] == 7);
-    rpc_client_close(&p.client, &cp);
-    /* Known (client-owned at its close), next seq, the bits as left, the other port untouched. */
-    CHECK((client_state(&p, 1) >> RPC_CS_USER_SHIFT & 0xffff) == 0xffff);
-    CHECK(client_state(&p, 1) & RPC_CS_KNOWN);
-    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 1, &cp) && rpc_port_user(&cp) == 0xffff);
-    CHECK(cp.seq_ == ((seq + 1) & 0xffu));
-    rpc_client_close(&p.client, &cp);
-    CHECK(rpc_client_try_open_port(&p.client, 1, 1, 0, &other) && rpc_port_user(&other) == 0);
-    rpc_client_close(&p.client, &other);
-    pair_fini(&p);
-}
-
 /* Bounded sweeps (rpc_server_try_open_n): each looks only at its `slice` words from where the
  * last one stopped, finds the waiting calls in ring order, and a sweep that finds nothing moves
  * on by exactly `slice` words, so every port is visited within one ring's worth of sweeps. */
@@ -533,7 +492,7 @@ static void test_lanes(uint32_t lanes)
     pair_fini(&p);
 }
 
-/* ---- short requests (rpc.h, SHORT REQUESTS) ------------------------------------------------- */
+/* ---- short requests (rpc.h, I4 and rule S) -------------------------------------------------- */
 
 static struct rpc_header *header_of(struct pair *p, uint32_t index)
 {
@@ -1362,21 +1321,18 @@ static void test_short_broken_meta(uint32_t lanes)
     pair_fini(&p);
 }
 
-/* L3, closes without a fence: a keyed call answered through its head alone closes without a fence
- * and leaves its key in the state word; only a caller of the same key then opens the port
- * without reading the mailbox.  Seen from outside by a server flag set by hand to say "the
- * server has it": the same key opens anyway, any other key (or none) reads the flag and finds
- * the port busy, and leaves the state word as it was.  A keyed call that read buffers and an
- * unkeyed call record no key; a keyed fire-and-forget call does, on a port that stays unknown. */
-static void keyed_call_as(struct pair *p, uint32_t key, bool read, uint64_t v, bool after_head,
-                          uint32_t user)
+/* Every client close is a release store of a state word that holds protocol state only (lock,
+ * known, read, outbox bit, seq: nothing above the seq's bits), so every caller may trust it.
+ * Seen from outside by a server flag set by hand to say "the server has it": after a call
+ * answered through its head alone or through its buffers, the next home-port open opens the port
+ * without reading the mailbox, and the word is then as before but for the next seq.  A
+ * fire-and-forget close leaves the port unknown: every caller reads the mailbox. */
+static void head_only_call(struct pair *p, bool read, uint64_t v)
 {
     rpc_port_t cp, sp;
     uint64_t got[1] = {0};
-    CHECK(rpc_client_try_open_keyed(&p->client, 3, 1, 0, key, &cp));
+    CHECK(rpc_client_try_open_port(&p->client, 3, 1, 0, &cp));
     CHECK(rpc_client_try_send(&p->client, &cp, put, &v));
-    bool fenced = false;
-    uint64_t word = rpc_client_close_word_after_head(&cp, &fenced);
     CHECK(rpc_server_try_open(&p->server, &sp) && rpc_server_try_recv(&p->server, &sp, get, got));
     CHECK(got[0] == v);
     rpc_port_set_head(&sp, v, v + 1);
@@ -1385,42 +1341,7 @@ static void keyed_call_as(struct pair *p, uint32_t key, bool read, uint64_t v, b
     got[0] = 0;
     CHECK(rpc_client_try_recv(&p->client, &cp, read ? get : NULL, got));
     CHECK(rpc_port_head(&cp, 0) == v && rpc_port_head(&cp, 1) == v + 1 && got[0] == (read ? v : 0));
-    if (user != 0)
-        rpc_port_set_user(&cp, user);
-    if (after_head)
-        rpc_client_close_after_head(&p->client, &cp, word, fenced);
-    else
-        rpc_client_close(&p->client, &cp);
-}
-
-static void keyed_call(struct pair *p, uint32_t key, bool read, uint64_t v)
-{
-    keyed_call_as(p, key, read, v, false, 0);
-}
-
-/* A close with the word worked out between the send and the recv (rpc_client_close_word_after_head,
- * as the NVIDIA device library does while it waits to poll) leaves the state word a plain close
- * leaves, keyed or not, with the port's user bits (in the checked build the close itself
- * compares the two as well). */
-static void test_close_after_head(void)
-{
-    struct pair p;
-    pair_init(&p, 1, 1);
-    uint64_t seq_bits = 0xffull << RPC_CS_SEQ_SHIFT;
-    static const uint32_t keys[] = {0, 7, 0x9e3779b9u};
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        uint32_t key = keys[k];
-        keyed_call_as(&p, key, false, 21, false, 0xbeefu);
-        uint64_t plain = client_state(&p, 0);
-        keyed_call_as(&p, key, false, 22, true, 0xbeefu);
-        uint64_t early = client_state(&p, 0);
-        /* One call later: the next seq, and the outbox bit flipped by one more send. */
-        CHECK(((plain ^ early) & ~seq_bits) == RPC_CS_OUT);
-        CHECK(((plain + (1ull << RPC_CS_SEQ_SHIFT)) & seq_bits) == (early & seq_bits));
-        CHECK((early >> RPC_CS_USER_SHIFT & 0xffffu) == 0xbeefu);
-        CHECK(((early & RPC_CS_UNFENCED) != 0) == (key != 0));
-    }
-    pair_fini(&p);
+    rpc_client_close(&p->client, &cp);
 }
 
 static void set_server_flag(struct pair *p, uint32_t value)
@@ -1428,67 +1349,47 @@ static void set_server_flag(struct pair *p, uint32_t value)
     atomic_store(&p->server.process.sflags[0], (uint8_t)value);
 }
 
-static void test_keyed_close(void)
+static void test_close_state(void)
 {
     struct pair p;
     pair_init(&p, 1, 1);
-    rpc_port_t cp;
+    rpc_port_t cp, other;
     uint32_t c, s;
+    const uint64_t protocol_bits =
+        RPC_CS_LOCK | RPC_CS_KNOWN | RPC_CS_OUT | RPC_CS_READ | 0xffull << RPC_CS_SEQ_SHIFT;
 
-    keyed_call(&p, 0x9e3779b9u, false, 11);
-    uint64_t st = client_state(&p, 0);
-    CHECK((st & (RPC_CS_LOCK | RPC_CS_KNOWN | RPC_CS_READ | RPC_CS_UNFENCED)) ==
-          (RPC_CS_KNOWN | RPC_CS_UNFENCED));
-    CHECK(st >> RPC_CS_KEY_SHIFT == 0x9e3779b9u);
-    mailbox(&p, 0, &c, &s);
-    CHECK(c == s);
-    set_server_flag(&p, s ^ 1u); /* the mailbox now says "the server's turn" */
-    CHECK(!rpc_client_try_open_keyed(&p.client, 3, 1, 0, 0x9e3779b8u, &cp));
-    CHECK(!rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
-    CHECK(!rpc_client_try_open(&p.client, 3, 1, 0, &cp));
-    CHECK(client_state(&p, 0) == st);                                       /* left as it was */
-    CHECK(rpc_client_try_open_keyed(&p.client, 3, 1, 0, 0x9e3779b9u, &cp)); /* no mailbox read */
-    rpc_client_close(&p.client, &cp);
-    set_server_flag(&p, s);
-    uint64_t seq_bits = 0xffull << RPC_CS_SEQ_SHIFT, now = client_state(&p, 0);
-    CHECK((now & ~seq_bits) == (st & ~seq_bits)); /* still unfenced, same key; the next seq */
-    CHECK(((now ^ (st + (1ull << RPC_CS_SEQ_SHIFT))) & seq_bits) == 0);
+    for (int read = 0; read <= 1; read++) {
+        head_only_call(&p, read != 0, 11 + (uint64_t)read);
+        uint64_t st = client_state(&p, 0);
+        CHECK((st & ~protocol_bits) == 0);
+        CHECK((st & (RPC_CS_LOCK | RPC_CS_KNOWN | RPC_CS_READ)) ==
+              (RPC_CS_KNOWN | (read ? RPC_CS_READ : 0u)));
+        mailbox(&p, 0, &c, &s);
+        CHECK(c == s);
+        set_server_flag(&p, s ^ 1u); /* the mailbox now says "the server's turn" */
+        CHECK(rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));     /* no mailbox read */
+        CHECK(!rpc_client_try_open_port(&p.client, 3, 1, 0, &other)); /* locked */
+        rpc_client_close(&p.client, &cp);
+        set_server_flag(&p, s);
+        uint64_t seq_bits = 0xffull << RPC_CS_SEQ_SHIFT, now = client_state(&p, 0);
+        CHECK((now & ~seq_bits) == (st & ~seq_bits)); /* still known; the next seq */
+        CHECK(((now ^ (st + (1ull << RPC_CS_SEQ_SHIFT))) & seq_bits) == 0);
+    }
 
-    /* Another key takes the port through the mailbox; its own close then names it. */
-    keyed_call(&p, 7, false, 12);
-    st = client_state(&p, 0);
-    CHECK((st & RPC_CS_UNFENCED) && st >> RPC_CS_KEY_SHIFT == 7);
-
-    /* Buffers read: fenced, no key. */
-    keyed_call(&p, 7, true, 13);
-    st = client_state(&p, 0);
-    CHECK((st & (RPC_CS_KNOWN | RPC_CS_READ | RPC_CS_UNFENCED)) == (RPC_CS_KNOWN | RPC_CS_READ));
-    CHECK(st >> RPC_CS_KEY_SHIFT == 0);
-    set_server_flag(&p, s ^ 1u); /* a fenced close is trusted by every caller */
-    CHECK(rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
-    rpc_client_close(&p.client, &cp);
-    set_server_flag(&p, s);
-
-    /* No key: fenced. */
-    keyed_call(&p, 0, false, 14);
-    st = client_state(&p, 0);
-    CHECK((st & (RPC_CS_KNOWN | RPC_CS_UNFENCED)) == RPC_CS_KNOWN && st >> RPC_CS_KEY_SHIFT == 0);
-
-    /* Fire and forget with a key: unfenced too, and not known (the server has the port), so
-     * every caller reads the mailbox, the same key included. */
+    /* Fire and forget: not known (the server has the port), so every caller reads the mailbox. */
     uint64_t v = 15, got[1];
     rpc_port_t sp;
-    CHECK(rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp));
+    CHECK(rpc_client_try_open_port(&p.client, 4, 1, 0, &cp));
     CHECK(rpc_client_try_send(&p.client, &cp, put, &v));
     rpc_client_close(&p.client, &cp);
-    st = client_state(&p, 0);
-    CHECK((st & (RPC_CS_KNOWN | RPC_CS_UNFENCED)) == RPC_CS_UNFENCED);
-    CHECK(st >> RPC_CS_KEY_SHIFT == 7);
-    CHECK(!rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp)); /* the server's turn */
+    uint64_t st = client_state(&p, 0);
+    CHECK((st & ~protocol_bits) == 0 && (st & (RPC_CS_LOCK | RPC_CS_KNOWN)) == 0);
+    CHECK(!rpc_client_try_open_port(&p.client, 4, 1, 0, &cp)); /* the server's turn */
+    CHECK(client_state(&p, 0) == st);                          /* left as it was */
     CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, get, got));
     CHECK(got[0] == 15);
     rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_open_keyed(&p.client, 4, 1, 0, 7, &cp));
+    CHECK(rpc_client_try_open_port(&p.client, 4, 1, 0, &cp));
     rpc_client_close(&p.client, &cp);
     pair_fini(&p);
 }
@@ -1503,7 +1404,6 @@ int main(void)
     uint32_t ports[] = {1, 2, 31, 32, 33, 64, 4096, 65536};
     for (unsigned i = 0; i < sizeof(ports) / sizeof(ports[0]); i++)
         test_scan_order(ports[i]);
-    test_user_bits();
     const uint32_t slice_ports[] = {40, 100, 4096}, slices[] = {0, 1, 3, 32};
     for (unsigned i = 0; i < 3; i++)
         for (unsigned j = 0; j < 4; j++)
@@ -1520,8 +1420,7 @@ int main(void)
     }
     test_short_late_other();
     test_short_read_state();
-    test_keyed_close();
-    test_close_after_head();
+    test_close_state();
     test_short_seq_wrap();
     test_short_mix(1, 2000, 1);
     test_short_mix(3, 2000, 2);

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "rpc.h"
+#include "rpc_stream.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

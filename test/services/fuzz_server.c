@@ -12,11 +12,13 @@
  *   u8  mask     lane mask (4 lanes; 0 means lane 0)
  *   then packets x 4 lanes x 64 bytes (missing input reads as zeros)
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../rpc/device_client.h"
 #include "../../rpc/rpc.h"
 #include "tether/rpc.h"
 #include "svc_shared_mem.h"
@@ -113,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     tether_rpc_register(srv, 0x8001, echo, NULL);
 
-    static unsigned char buf[262144]; /* the client: 128 bytes + 8 per port (16384 at most) */
+    static unsigned char buf[262144]; /* the client: struct tether_rpc_device_client */
     if (tether_rpc_client_size() > sizeof buf)
         abort();
     /* The client's own view, built by the server for "device" addresses = host ones. */
@@ -125,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                            tether_rpc_client_size()) != TETHER_OK)
             abort();
         memcpy(global, buf, tether_rpc_client_size());
-        client = (struct rpc_client *)(global + 64); /* offsetof(..., client) */
+        client = (struct rpc_client *)(global + offsetof(struct tether_rpc_device_client, client));
     }
 
     struct cursor c = {data, size};

@@ -26,7 +26,7 @@
 #include <wchar.h>
 
 #include "../../rpc/device/device_internal.h"
-#include "../../rpc/device/printf_scan.h"
+#include "../../rpc/printf_scan.h"
 #include "../../rpc/server/rpc_printf.h"
 #include "svc_test.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../../rpc/device/device_client.h"
+#include "../../../rpc/device_client.h"
 #include "tether/rpc.h"
 #include "tether/rpc_opcodes.h"
 

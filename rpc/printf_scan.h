@@ -1,5 +1,5 @@
 /*
- * rpc/device/printf_scan.h - the one printf format scanner, shared by the
+ * rpc/printf_scan.h - the one printf format scanner, shared by the
  * device client (which must find the %s pointers and the size of the packed
  * argument buffer) and the host formatter (which must find every conversion
  * and the bytes of its argument).  Both sides run this same code on the same

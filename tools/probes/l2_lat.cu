@@ -2,9 +2,8 @@
 // block per SM, one at a time, times 32 dependent atomics on each of 64 words STRIDE words apart
 // (default 512: 4 KiB).  On an H200 the times are bimodal, about 290 or about 500 cycles: the
 // word's 4 KiB page sits in the L2 partition near the SM or in the far one, and the SMs fall in
-// two groups with opposite patterns.  Why the RPC client puts small grids' ports on pages near
-// their SM (rpc/device/device_client.h, near windows).  Build and run on the GPU machine:
-//   nvcc -O2 -arch=sm_90 -o /tmp/l2_lat test/cuda/probe/l2_lat.cu && /tmp/l2_lat [STRIDE_WORDS]
+// two groups with opposite patterns.  Build and run on the GPU machine:
+//   nvcc -O2 -arch=sm_90 -o /tmp/l2_lat tools/probes/l2_lat.cu && /tmp/l2_lat [STRIDE_WORDS]
 // (The "load" line times ld.relaxed.gpu of the same word, which L1 served in these runs.)
 #include <cstdio>
 #include <cstdlib>

@@ -1,18 +1,19 @@
 /*
- * rpc_phases_lib.c - the device library compiled with TETHER_DEVICE_PROFILE for rpc_phases.c
- * (a translation unit of its own: the library's libc names conflict with <stdio.h>), with the
- * profile hook that adds clock64() cycles per phase of dev_call_port.
+ * rpc_phases_prof.c - the profiling hooks of the device library (rpc/device/device_internal.h)
+ * for rpc_phases.c: clock64() cycles per phase of a call, the learnt delays, the polls that
+ * found nothing, and two histograms.  A translation unit of its own: the library's own hooks
+ * are weak (rpc_phases_lib.c), these replace them at the device link.
  */
 #include <stdint.h>
 
 #if defined(__NVPTX__)
-#define TETHER_DEVICE_PROFILE 1
-void tether_device_profile_poll(void);
-#define RPC_PROFILE_POLL() tether_device_profile_poll()
-#include "../../../rpc/device/device_lib.c"
-#else
-#include "../../../rpc/device/device_host.c"
+void tether_rpc_profile_mark(int phase);
+void tether_rpc_profile_delay(uint64_t cycles);
+void tether_rpc_profile_poll(void);
 #endif
+void prof_reset(uint64_t delay_ns);
+uint64_t prof_read(int k);
+uint32_t prof_hist_read(int h, int k);
 
 #pragma omp declare target
 #if defined(__NVPTX__)
@@ -42,7 +43,7 @@ static uint64_t prof_ns(void)
     return t;
 }
 
-void tether_device_profile_mark(int phase)
+void tether_rpc_profile_mark(int phase)
 {
     uint64_t t;
     __asm__ volatile("mov.u64 %0, %%clock64;" : "=l"(t));
@@ -69,13 +70,13 @@ void tether_device_profile_mark(int phase)
 }
 
 /* Slot 0 (mark 0 adds nothing there): the learnt delays before the first poll, in cycles. */
-void tether_device_profile_delay(uint64_t cycles)
+void tether_rpc_profile_delay(uint64_t cycles)
 {
     prof_cycles[0] += cycles;
 }
 
 /* Slot 7: polls for the answer (or retries of an open) that found nothing. */
-void tether_device_profile_poll(void)
+void tether_rpc_profile_poll(void)
 {
     prof_cycles[7]++;
 }

@@ -1,10 +1,11 @@
 /*
  * rpc_phases.c - where the time of a one-packet RPC round trip goes on the GPU: the device
- * library is compiled into this program (rpc_phases_lib.c) with TETHER_DEVICE_PROFILE, whose marks
- * in dev_call_port add the clock64() cycles of each phase (open the home port, send, wait for and
- * read the answer, close) into a device array.  Prints cycles per call and phase, and the
- * globaltimer nanoseconds per call for scale.  Build (here) and run (there, through tether's
- * plugin, with the device bundle's runtime): test/cuda/probe/build_rpc_phases.sh OUT
+ * library is compiled into this program (rpc_phases_lib.c) in its profiling build
+ * (TETHER_RPC_PROFILE), whose marks in dev_call_port add the clock64() cycles of each phase (open
+ * the home port, send, wait for and read the answer, close) into a device array.  Prints cycles per
+ * call and phase, and the globaltimer nanoseconds per call for scale.  Build (here) and run (there,
+ * through tether's plugin, with the device bundle's runtime): tools/probes/build_rpc_phases.sh
+ * OUT
  */
 #include <stdint.h>
 #include <stdio.h>

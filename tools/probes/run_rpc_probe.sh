@@ -6,7 +6,7 @@
 # rpc_phases binary named in RPC_PHASES (space-separated paths, run with `0`).
 # Unpacks the bundle with scripts/device-run.sh's hello step first.  Figures only; no verdicts.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../../.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${1:?usage: run_rpc_probe.sh BUNDLE [ROUNDS [PLUGIN_DIR...]]}
 rounds=${2:-3}
 shift $(($# < 2 ? $# : 2))

@@ -1,12 +1,12 @@
 // lock_ctx.cu - what a port lock's atomic costs in the company of a call's other accesses.
-// test/cuda/probe/l2_lat.cu times chains of atomics alone (about 290 cycles near, 500 far); the
+// tools/probes/l2_lat.cu times chains of atomics alone (about 290 cycles near, 500 far); the
 // RPC call's open phase takes longer.  One GPU thread runs a call's skeleton without a server:
 // the lock (atom.acquire.gpu.or on a device word), the request (stores to mapped host memory),
 // a delay, the poll (a load of mapped host memory), the close (a relaxed store to the lock
 // word), and a pause standing for the caller's loop.  Each variant leaves one piece out or
 // changes it, and the program prints the lock's cycles (issue to result) and the whole
 // iteration's, as medians over ITERS iterations.  Build and run on the GPU machine:
-//   nvcc -O2 -arch=sm_90 -o /tmp/lock_ctx test/cuda/probe/lock_ctx.cu && /tmp/lock_ctx
+//   nvcc -O2 -arch=sm_90 -o /tmp/lock_ctx tools/probes/lock_ctx.cu && /tmp/lock_ctx
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

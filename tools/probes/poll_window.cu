@@ -9,7 +9,7 @@
 // with the host's side varied (where it polls, its own time before it answers, how it leaves
 // the answer), and the host-started raw ping-pong of pingpong.cu (the benchmark's baseline)
 // measured in the same process before each round.  Figures only.  Found on H200 machines
-// (docs/performance.md, ninth session):
+// (docs/performance.md):
 //   - A thread's strong loads of host memory do not overlap: K polls of the answer's line in
 //     flight, 80-400 cycles apart, took 3.4, 4.4, 5.4 and 12.5 us for K = 2, 3, 4, 8 against
 //     2.4-2.6 us one at a time; two polls of two lines (call2): a round trip more, always.
@@ -18,7 +18,7 @@
 //     costs a round trip more.  Zeroing the request, prefetching its line, clwb, clflushopt or
 //     movnti for the answer: no gain.  The lock: 0.15-0.3 us.
 // Build and run on the GPU machine:
-//   nvcc -O2 -arch=sm_90 -o /tmp/poll_window test/cuda/probe/poll_window.cu
+//   nvcc -O2 -arch=sm_90 -o /tmp/poll_window tools/probes/poll_window.cu
 //   /tmp/poll_window [ROUNDS_OUTER]
 #include <stddef.h>
 #include <stdint.h>
@@ -29,7 +29,7 @@
 
 #include <cuda_runtime.h>
 
-#include "../native/native_common.h"
+#include "../../test/cuda/native/native_common.h"
 
 #define ROUNDS 20000u
 #define WARM 1000u

@@ -6,7 +6,7 @@
 // instead (docs/rpc-protocol.md, "Tagged answers"), the short call with its device lock, and
 // ways of polling for the answer (acquire, relaxed + one fence, several copies in flight).
 // Build and run on the GPU machine:
-//   nvcc -O2 -arch=sm_90 -o /tmp/link_costs test/cuda/probe/link_costs.cu && /tmp/link_costs
+//   nvcc -O2 -arch=sm_90 -o /tmp/link_costs tools/probes/link_costs.cu && /tmp/link_costs
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 
 #include <cuda_runtime.h>
 
-#include "../native/native_common.h"
+#include "../../test/cuda/native/native_common.h"
 
 #define ROUNDS 20000u
 #define WARM 1000u
