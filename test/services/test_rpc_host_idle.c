@@ -1,0 +1,157 @@
+/*
+ * test/services/test_rpc_host_idle.c - test_rpc_host's idle-lanes, idle-wide and slow-answers: the
+ * server thread while a kernel makes no call, and host clients sleeping for slow answers.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "test_rpc_host.h"
+
+/* ---- the thread while a kernel runs but makes no call ------------------------------------ */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/*
+ * A kernel runs (rig_up started one) and makes no call for half a second.  Bounds that only a
+ * busy server thread can break, never a slow machine (which wakes it less): a GPU-like server
+ * (lanes) sleeps in slices of at most 100 us once calls stop, so it wakes at most once per 100 us
+ * (plus the first, shorter slices); a server of host clients (wide), which ring for every call,
+ * sleeps until rung, so it wakes only at its 50 ms safety poll and its CPU time is a small share
+ * of the stretch.  TETHER_WAIT=spin (ctest sets it for idle-spin): no sleep at all while the
+ * kernel runs; block: sleeps too.  Then calls are answered.
+ */
+void test_idle(bool wide)
+{
+    const char *mode = getenv("TETHER_WAIT") != NULL ? getenv("TETHER_WAIT") : "adaptive";
+    bool spin = strcmp(mode, "spin") == 0;
+    struct rig rig;
+    rig_up(&rig, wide, 16, 32, true);
+    atomic_int count = 0;
+    CHECKF(tether_rpc_register(rig.srv, 0x8001, reverse_handler, &count) == TETHER_OK, "register");
+    char rev[4];
+    CHECKF(tether_rpc_call(0x8001, "abcd", 4, rev, 4) == 4, "a call before the quiet stretch");
+    sleep_ms(20); /* past the hot rounds and the first slices */
+
+    struct tether_rpc_stats s0, s1;
+    tether_rpc_server_stats(rig.srv, &s0);
+    uint64_t t0 = mono_ns();
+    sleep_ms(500);
+    tether_rpc_server_stats(rig.srv, &s1);
+    uint64_t elapsed = mono_ns() - t0;
+    uint64_t wakeups = s1.wakeups - s0.wakeups, cpu = s1.thread_cpu_ns - s0.thread_cpu_ns;
+    printf("%s, TETHER_WAIT=%s: %llu wake-ups and %.2f ms of the server thread's CPU in %.1f ms "
+           "without calls (%.2f%% of a core)\n",
+           wide ? "host clients" : "GPU-like clients", mode, (unsigned long long)wakeups,
+           (double)cpu / 1e6, (double)elapsed / 1e6, 100.0 * (double)cpu / (double)elapsed);
+    CHECKF(s0.thread_ns != 0 && s1.thread_ns > s0.thread_ns && s1.thread_cpu_ns >= s0.thread_cpu_ns,
+           "thread times: %llu ns of CPU in %llu ns", (unsigned long long)s1.thread_cpu_ns,
+           (unsigned long long)s1.thread_ns);
+    if (spin) {
+        CHECKF(wakeups == 0, "TETHER_WAIT=spin: the thread slept %llu times while a kernel ran",
+               (unsigned long long)wakeups);
+    } else if (wide) {
+        CHECKF(wakeups <= elapsed / 50000000u + 4,
+               "host clients: %llu wake-ups in %llu ns without a call or a ring",
+               (unsigned long long)wakeups, (unsigned long long)elapsed);
+        CHECKF(cpu < elapsed / 20, "host clients: the thread used %.2f%% of a core without calls",
+               100.0 * (double)cpu / (double)elapsed);
+    } else {
+        CHECKF(wakeups >= 1, "the thread never slept in %llu ns without calls",
+               (unsigned long long)elapsed);
+        CHECKF(wakeups <= elapsed / SRV_IDLE_SLICE_MAX_NS + 4,
+               "%llu wake-ups in %llu ns: slices shorter than %u ns", (unsigned long long)wakeups,
+               (unsigned long long)elapsed, SRV_IDLE_SLICE_MAX_NS);
+    }
+    /* Calls after the quiet stretch are answered (and the thread is hot again for them). */
+    for (int c = 0; c < 100; c++) {
+        char in[4] = {'w', 'x', 'y', (char)c};
+        CHECKF(tether_rpc_call(0x8001, in, 4, rev, 4) == 4 && rev[0] == (char)c && rev[3] == 'w',
+               "call %d after the quiet stretch", c);
+    }
+    CHECKF(atomic_load(&count) == 101, "handler ran %d times", atomic_load(&count));
+    rig_down(&rig);
+}
+
+/* Host clients whose answers take long (a handler that sleeps): the caller polls briefly, then
+ * sleeps until the server wakes it (device_client.h, TETHER_RPC_CLIENT_WAKES), so the calling
+ * thread's CPU time is a small share of its wait (a busy machine only lowers it). */
+static tether_status_t slow_handler(void *user, const struct tether_rpc_request *req,
+                                    struct tether_rpc_reply *reply)
+{
+    (void)user;
+    sleep_ms(20);
+    return tether_rpc_reply_append(reply, req->data, req->size);
+}
+
+struct slow_arg {
+    int calls;
+    uint64_t cpu_ns, wall_ns;
+    atomic_int *wrong;
+};
+
+static void *slow_thread(void *arg)
+{
+    struct slow_arg *a = arg;
+    uint64_t c0 = thread_cpu_ns(), t0 = mono_ns();
+    for (int c = 0; c < a->calls; c++) {
+        char in[24], out[24];
+        int n = snprintf(in, sizeof in, "slow call %d", c);
+        if (tether_rpc_call(0x8002, in, (uint64_t)n, out, sizeof out) != n || memcmp(in, out, n))
+            atomic_fetch_add(a->wrong, 1);
+    }
+    a->cpu_ns = thread_cpu_ns() - c0;
+    a->wall_ns = mono_ns() - t0;
+    return NULL;
+}
+
+void test_slow_answers(void)
+{
+    struct rig rig;
+    rig_up(&rig, true, 16, 32, true);
+    CHECKF(tether_rpc_register(rig.srv, 0x8002, slow_handler, NULL) == TETHER_OK, "register");
+    enum { THREADS = 3, CALLS = 10 };
+    atomic_int wrong = 0;
+    pthread_t tid[THREADS];
+    struct slow_arg args[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        args[t] = (struct slow_arg){CALLS, 0, 0, &wrong};
+        pthread_create(&tid[t], NULL, slow_thread, &args[t]);
+    }
+    uint64_t cpu = 0, wall = 0;
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        cpu += args[t].cpu_ns;
+        wall += args[t].wall_ns;
+    }
+    printf("slow answers: %d callers waited %.1f ms in all, using %.2f ms of CPU (%.2f%%)\n",
+           THREADS, (double)wall / 1e6, (double)cpu / 1e6, 100.0 * (double)cpu / (double)wall);
+    CHECKF(atomic_load(&wrong) == 0, "%d wrong answers", atomic_load(&wrong));
+    CHECKF(cpu < wall / 10, "callers used %.2f%% of their waits' time on a CPU",
+           100.0 * (double)cpu / (double)wall);
+    const struct tether_rpc_doorbell *bell =
+        (const struct tether_rpc_doorbell *)(uintptr_t)__tether_rpc_client.doorbell;
+    CHECKF(bell != NULL && __atomic_load_n(&bell->waiters, __ATOMIC_RELAXED) == 0,
+           "callers still counted as waiting");
+    rig_down(&rig);
+}

@@ -1,0 +1,138 @@
+/*
+ * test/services/test_rpc_host_placement.c - test_rpc_host's placement: the server thread's cores
+ * under HWLOC_SYNTHETIC with a PCI address of this machine, and the reasons given for any core.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_rpc_host.h"
+
+/* ---- placement: the thread near the device's PCI address --------------------------------- */
+
+/* A PCI device of this machine whose sysfs local_cpulist lists cores: its address into bus and
+ * the list, as sysfs writes it, into cpus; false when there is none. */
+static bool pci_device_with_cores(char *bus, size_t bus_len, char *cpus, size_t cpus_len)
+{
+    DIR *d = opendir("/sys/bus/pci/devices");
+    struct dirent *e;
+    bool found = false;
+    if (d == NULL)
+        return false;
+    while (!found && (e = readdir(d)) != NULL) {
+        char path[512];
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= bus_len)
+            continue;
+        snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/local_cpulist", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        size_t n = fread(cpus, 1, cpus_len - 1, f);
+        fclose(f);
+        cpus[n] = '\0';
+        cpus[strcspn(cpus, " \n")] = '\0';
+        if (cpus[0] != '\0') {
+            snprintf(bus, bus_len, "%s", e->d_name);
+            found = true;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* The highest CPU number in a list such as "0-15,32-47". */
+static long cpu_list_max(const char *list)
+{
+    long max = 0;
+    for (const char *p = list; *p != '\0';) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p) {
+            p++;
+            continue;
+        }
+        if (v > max)
+            max = v;
+        p = end;
+    }
+    return max;
+}
+
+/* Does a thread of this process have a name (its comm) that starts with `prefix`? */
+static bool thread_named(const char *prefix)
+{
+    DIR *d = opendir("/proc/self/task");
+    bool found = false;
+    struct dirent *e;
+    while (d != NULL && !found && (e = readdir(d)) != NULL) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue;
+        found = fgets(comm, sizeof comm, f) != NULL && strncmp(comm, prefix, strlen(prefix)) == 0;
+        fclose(f);
+    }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+/* Starts a server's thread with pci_bus_id = bus on the topology HWLOC_SYNTHETIC = topo and
+ * returns its describe line in desc. */
+static void placement_describe(const char *topo, const char *bus, char *desc, size_t len)
+{
+    struct rig rig;
+    struct tether_error err = {""};
+    setenv("HWLOC_SYNTHETIC", topo, 1);
+    rig_up(&rig, true, 8, 32, false);
+    struct tether_rpc_thread_config tcfg = {.pci_bus_id = bus};
+    tether_status_t st = tether_rpc_server_start(rig.srv, &tcfg, &err);
+    CHECKF(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
+    tether_rpc_server_describe(rig.srv, desc, len);
+    CHECKF(thread_named("tether-rpc"), "no thread of this process is named tether-rpc<device>");
+    printf("HWLOC_SYNTHETIC=\"%s\", pci_bus_id %s%s%s: %s\n", topo, bus ? "\"" : "",
+           bus ? bus : "NULL", bus ? "\"" : "", desc);
+    rig_down(&rig);
+    unsetenv("HWLOC_SYNTHETIC");
+}
+
+/* Returns 77 (skip) when this machine has no PCI device with local cores in sysfs, after the
+ * checks that need none. */
+int test_placement(void)
+{
+    char desc[256], bus[64], cpus[1024], topo[64];
+    const char *absent = "ffff:ff:1f.7";
+    unsetenv("TETHER_RPC_CPUS"); /* it would decide instead */
+
+    /* Without a usable address the thread may run anywhere, and the line says why. */
+    placement_describe("numa:2 core:1 pu:1", NULL, desc, sizeof desc);
+    CHECKF(strstr(desc, ", thread on any core (2 NUMA nodes, no PCI address)") != NULL, "%s", desc);
+    placement_describe("numa:2 core:1 pu:1", "../../zz", desc, sizeof desc);
+    CHECKF(strstr(desc, ", thread on any core (2 NUMA nodes, bad PCI address)") != NULL, "%s",
+           desc);
+    if (access("/sys/bus/pci/devices/ffff:ff:1f.7", F_OK) != 0) {
+        placement_describe("numa:2 core:1 pu:1", absent, desc, sizeof desc);
+        CHECKF(strstr(desc, ", thread on any core (cores local to ffff:ff:1f.7: none listed)") !=
+                   NULL,
+               "%s", desc);
+    }
+
+    if (!pci_device_with_cores(bus, sizeof bus, cpus, sizeof cpus)) {
+        printf("SKIP: no device in /sys/bus/pci/devices has a local_cpulist naming cores\n");
+        return tcheck_failures() == 0 ? 77 : 1;
+    }
+    /* Two NUMA nodes whose PUs cover every CPU of the list: the thread goes on exactly the
+     * cores sysfs lists for the device. */
+    long half = cpu_list_max(cpus) / 2 + 1;
+    snprintf(topo, sizeof topo, "numa:2 pu:%ld", half);
+    char want[1200];
+    snprintf(want, sizeof want, ", thread on cores %s (local to %s)", cpus, bus);
+    placement_describe(topo, bus, desc, sizeof desc);
+    CHECKF(strstr(desc, want) != NULL, "\"%s\" does not end in \"%s\"", desc, want);
+    /* One NUMA node: any core is as good as another, whatever the address. */
+    placement_describe("numa:1 pu:2", bus, desc, sizeof desc);
+    CHECKF(strstr(desc, ", thread on any core (one NUMA node)") != NULL, "%s", desc);
+    return 0;
+}
