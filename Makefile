@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # User-facing commands; CMake does the building.  See README.md.
 #   make demo    install what is missing, build, run the example
 #   make test    install what is missing, build, run every test (+ TSan and ASan runs)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # tether_add_test(NAME name COMMAND cmd... [LABELS l...] [TIMEOUT s])
 # Each test runs in its own process.  TIMEOUT (default 300 s) is what the test may take on an
 # idle machine; ctest stops it only after TETHER_TEST_TIMEOUT_SCALE times that (default 10), a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # What `cmake --install` (and `make install PREFIX=dir`) puts besides the libraries, which
 # install themselves (plugins: common/CMakeLists.txt, libtether-device.a: rpc/device,
 # libtether-rpc: rpc/server):

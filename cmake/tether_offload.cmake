@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Helpers to build OpenMP offload programs with clang-16 (the project C compiler is gcc).
 # Included by tether's test folders; defines:
 #   TETHER_CLANG, TETHER_CLANGXX, TETHER_OBJCOPY   the LLVM 16 tools (empty when missing)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_abi.c - the __tgt_rtl_* entry points libomptarget 16.0.6 looks up, and tether's
  * exported public API.  Compiled into each plugin by tether_add_plugin() (never into the static

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_async.c - queue and event pools, the queue of each call (an AsyncInfo's, or one
  * of a synchronous call's own that is synchronised at its end), synchronize/query_async, events,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_core.c - the plugin and its devices: the ops-table checks, plugin creation and
  * destruction, the device table with lazy per-device init and teardown, the pinned map's

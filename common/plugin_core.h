@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_core.h - the generic layer: what the ABI file (plugin_abi.c) and the unit tests
  * call.  Backends never include this header; they see only plugin.h.

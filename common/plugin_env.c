@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_env.c - the environment service: every knob tether's plugins read goes through
  * these (plugin.h), which are rpc/server's reader (rpc_env.h), so that every knob follows one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_error.c - plugin_error_set (plugin.h): the one writer of a failure's message into
  * struct tether_error, for common, the backends and the image reader alike.  On its own so that the

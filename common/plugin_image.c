@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* common/plugin_image.c - OffloadBinary and ELF decoding (see plugin_image.h). */
 #include "plugin_image.h"
 

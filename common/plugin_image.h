@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_image.h - reading device images: OffloadBinary wrappers and ELF files.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* common/plugin_jit.c - LLVM bitcode images compiled at load time (see plugin_jit.h). */
 #include "plugin_jit.h"
 #include "plugin_state.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_jit.h - LLVM bitcode images (clang -fopenmp-target-jit), compiled at load time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_launch.c - kernel launches (launch_kernel): the checks of the entry and its
  * KernelArgs, the argument array, the launch geometry (LLVM 16's rules) and the launch limits

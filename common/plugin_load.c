@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* common/plugin_load.c - image validation, loading, target tables, the device environment. */
 #include "plugin_state.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_log.c - what the plugin says: log and LIBOMPTARGET_INFO lines, error messages and
  * the report of a failed call, the target region a kernel stands for, and why an image finds no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* common/plugin_memory.c - allocation kinds, transfers, lock/unlock (see plugin_core.h). */
 #include "plugin_state.h"
 

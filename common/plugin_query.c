@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_query.c - global vs local device ids, the probe, the public device query.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_rpc.c - the RPC server's life cycle in the generic layer, over the server
  * library (rpc/server/, public API include/tether/rpc.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_stage.c - large copies between pageable host memory and a device through pinned
  * staging buffers, the host side of each chunk spread over helper threads (plugin_state.h).

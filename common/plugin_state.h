@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_state.h - common's private state behind struct plugin and struct plugin_device.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_wait.c - poll, then sleep: the one waiting policy of every backend
  * (plugin_wait.h has the policy in words).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/plugin_wait.h - how a backend waits for its device: poll for a while, then sleep.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * common/tgt_abi.h - the data structures libomptarget 16.0.6 shares with a plugin.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * examples/device_rpc.c - an OpenMP offload program whose device code calls the host through
  * tether: printf, and a user opcode with tether_rpc_call() that a host function answers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * examples/mpi_halo.c - a 1-D heat stencil split over MPI ranks, each rank offloading its part
  * of the grid to one device with OpenMP and exchanging halo cells with its neighbours every step.

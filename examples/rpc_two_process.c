@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * examples/rpc_two_process.c - tether's RPC server library outside OpenMP: a server process
  * answers the calls of a client that runs in another process, over one shared mapping.

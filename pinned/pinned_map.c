@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * pinned_map.c - the ref-counted map of pinned host ranges (see pinned_map.h for the contract and
  * docs/pinned-memory.md for the design).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * pinned_map.h - a ref-counted map of pinned (page-locked) host ranges.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device_client.h - the device global `__tether_rpc_client` that
  * connects a device image to its host server, and the message layer both

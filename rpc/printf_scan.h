@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/printf_scan.h - the one printf format scanner, shared by the
  * device client (which must find the %s pointers and the size of the packed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/rpc.h - the port protocol: a client (usually a GPU) and a server (usually a host thread)
  * take turns using per-port buffers in one shared region.  Header only, freestanding C11 (fixed-

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/rpc_arch.h - the architecture layer under rpc/rpc.h.
  *

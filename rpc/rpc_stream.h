@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/rpc_stream.h - streams over a port of rpc/rpc.h: a byte string of any length (0 included)
  * per active lane, cut into the port's 64-byte packets, one send/recv hand-over each.  The first

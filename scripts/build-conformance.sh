@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Build tether's OpenMP conformance suite (test/conformance) for one offload target.
 #
 #   scripts/build-conformance.sh <x86_64|nvptx64> <outdir> [test ...]

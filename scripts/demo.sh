@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Run the main example on the best device present.  Called by `make demo`.
 # The demo is an ordinary OpenMP program; tether's plugins (in <build>/lib) go first on
 # LD_LIBRARY_PATH so Debian's libomptarget.so.16 loads them instead of LLVM's.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # device-bundle-mpi.sh STAGE DEBS BUILD CUDA_PATH - the MPI step of scripts/device-bundle.sh
 # (docs/mpi.md, docs/gpu-testing.md section "MPI").  Puts into STAGE:
 #

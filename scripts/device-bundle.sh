@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # device-bundle.sh [OUTDIR] - build, on this Debian 12 machine, everything a GPU machine
 # without clang or Debian packages needs to run tether's GPU tests and benchmarks, and pack it
 # into OUTDIR/tether-device.tar.xz (small enough to travel: under ~45 MiB).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # device-compare.sh NATIVE LLVM16 [TETHER] - line up the figures of the GPU benchmarks.
 #
 # Each input holds "fig <name> <value> <unit>" lines (test/cuda/bench_common.h) from one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # device-run-mpi.sh WORK OUT - the "mpi" step of scripts/device-run.sh (docs/mpi.md,
 # docs/gpu-testing.md section "MPI"), on the GPU machine, from a bundle unpacked in WORK:
 #

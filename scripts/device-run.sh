@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # device-run.sh BUNDLE [STEP...] - runs ON the GPU machine, in the repository root.
 #
 # Unpacks the bundle made by scripts/device-bundle.sh, builds the CUDA native baselines

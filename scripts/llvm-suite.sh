@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # llvm-suite.sh - LLVM 16.0.6's own offload test suite (openmp/libomptarget/test from Debian's
 # source package llvm-toolchain-16), run through LLVM 16's plugins and through tether's, side by
 # side.  docs/conformance.md describes the run and its current results.

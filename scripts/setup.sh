@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # Install the Debian packages tether needs, and only those that are missing.
 # Runs as root, through sudo, or prints the exact command a person must run.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # scripts/test.sh [normal] [tsan] [asan] - build and run the test phases (all three by default),
 # each in its own build folder:
 #   normal  $BUILD        every test

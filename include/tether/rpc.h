@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * tether/rpc.h - the host side of tether's device-to-host calls: one server
  * per device, its built-in services, user opcodes and the server thread.

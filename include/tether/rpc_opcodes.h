@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * tether/rpc_opcodes.h - the opcodes of tether's device-to-host calls, the
  * byte layout of each built-in call, and the device-side call for user

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * tether/tether.h - the public API of tether's OpenMP offload plugins.
  *

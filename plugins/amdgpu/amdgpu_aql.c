@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_aql.c - kernarg layout and AQL packets (see amdgpu_aql.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_aql.h - kernel arguments and AQL packets, built on the host without the HSA runtime.
  *

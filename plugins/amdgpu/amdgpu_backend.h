@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_backend.h - the AMDGPU backend's objects, shared by its .c files (not by anyone else).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_code_object.c - AMDGPU code object metadata and kernel descriptors (see
  * amdgpu_code_object.h).

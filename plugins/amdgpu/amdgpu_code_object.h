@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_code_object.h - what the plugin needs to know about an AMDGPU code object, read on the
  * host before (and without) the HSA runtime: target ID, kernels, their argument layout, their

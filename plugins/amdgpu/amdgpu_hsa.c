@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_hsa.c - dlopen of libhsa-runtime64.so.1 and the HSA status converter.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_memory.c - memory of the AMDGPU backend: pools, pinning, copies, kernarg blocks (see
  * amdgpu_backend.h for which pool serves which kind).

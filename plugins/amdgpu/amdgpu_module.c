@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_module.c - code objects on a device through hsa_executable, and their globals and
  * kernels (see amdgpu_backend.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_msgpack.h - a small bounds-checked MessagePack reader.
  *

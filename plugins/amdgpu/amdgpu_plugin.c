@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_plugin.c - the AMDGPU backend's plugin and devices, and its ops table (see
  * amdgpu_backend.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_stream.c - signals, HSA queues, streams (common's plugin_queue), events and kernel
  * launches of the AMDGPU backend (see amdgpu_backend.h for the model).

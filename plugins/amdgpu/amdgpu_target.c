@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_target.c - AMDGPU target IDs (see amdgpu_target.h).
  */

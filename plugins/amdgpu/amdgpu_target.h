@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_target.h - AMDGPU target IDs: parsing, ELF e_flags decoding, compatibility.
  *

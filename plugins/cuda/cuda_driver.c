@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * cuda_driver.c - dlopen libcuda and resolve CUDA_DRIVER_SYMBOLS; the
  * CUresult converter.  See cuda_driver.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * cuda_driver.h - the CUDA driver API, dlopen'ed at run time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * cuda_exec.c - streams as queues, events, modules, kernels and launches (cuda_plugin.h).
  */

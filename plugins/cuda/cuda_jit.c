@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * cuda_jit.c - plugin_ops.jit for NVIDIA: LLVM bitcode images (-fopenmp-target-jit) are compiled
  * by common for the device's sm_XY (LLVM's NVPTX backend writes PTX); here the driver's linker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * cuda_memory.c - allocation kinds, host<->device and device<->device copies, pinning
  * (cuda_plugin.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * cuda_plugin.c - the CUDA backend: plugin life cycle, devices, the ops table (cuda_plugin.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * cuda_plugin.h - the CUDA backend's objects, shared by its files (private to plugins/cuda).
  *

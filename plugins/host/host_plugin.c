@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * plugins/host/host_plugin.c - the x86_64 host backend: target regions run on the CPU.
  *

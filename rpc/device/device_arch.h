@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_arch.h - the few target-specific operations the device
  * library needs beyond rpc/rpc_arch.h: the active lane mask, a spreading hint

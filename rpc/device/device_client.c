@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_client.c - the device global `__tether_rpc_client` and the call layer: a
  * call's request and answer are messages cut into 64-byte packets over an rpc/rpc.h port

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_host.c - the host object of libtether-device.a.  The
  * device images are embedded in its .llvm.offloading section (-Xclang

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_internal.h - what the parts of the device library share:
  * the call layer (device_client.c) used by stdio (device_stdio.c) and the

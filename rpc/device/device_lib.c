@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_lib.c - the device library as one translation unit per
  * target.  clang-16's linker wrapper pulls images out of an archive only for

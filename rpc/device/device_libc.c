@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_libc.c - the C library names device code calls, routed
  * to the library (compiled into libtether-device.a only, never into a plain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_malloc.c - the device heap: malloc/free without a host
  * round trip in the common case, refilled in large chunks through RPC.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_nvptx.h - the NVIDIA parts of the call path, included by device_client.c for
  * nvptx64 only (other targets: the defaults there).  Each NVIDIA thread calls on its own, on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_stdio.c - printf, puts/fputs/fwrite and exit/abort of
  * device code, as fire-and-forget calls: the device hands its bytes over and

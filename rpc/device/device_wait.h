@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/device/device_wait.h - when a GPU thread first polls for its call's answer (NVIDIA).
  *

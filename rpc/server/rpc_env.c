@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* rpc/server/rpc_env.c - tether's environment knobs (see rpc_env.h). */
 #include "rpc_env.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/server/rpc_env.h - tether's environment knobs: one parser and one rule for every knob of
  * every tether library.  The RPC server reads its own knobs with it; the plugins read theirs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/server/rpc_internal.h - the server library's private structures, shared
  * by rpc_server.c (ports, call state machines, handlers), rpc_services.c (the

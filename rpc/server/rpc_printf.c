@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/server/rpc_printf.c - host-side formatting of device printf calls.
  * See rpc_printf.h for the contract and the markers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/server/rpc_profile.c - call timing of the profiling build (rpc_profile.h); compiled only
  * with -DTETHER_RPC_PROFILE=ON.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/server/rpc_server.c - one server per device: the shared region, the
  * client bytes for the device global, and the non-blocking call state

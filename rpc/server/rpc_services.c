@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/server/rpc_services.c - the built-in services (tether/rpc_opcodes.h)
  * and user opcodes: run once per unit (lane, or the wide caller) of a call

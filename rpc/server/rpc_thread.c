@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc/server/rpc_thread.c - the per-device server thread.
  *

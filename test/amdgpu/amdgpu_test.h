@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * amdgpu_test.h - what the AMDGPU unit tests share besides the checks of tcheck.h.
  *

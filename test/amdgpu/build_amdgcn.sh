@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # build_amdgcn.sh LLVM_BIN LLVM_LIB REPO OUTDIR ARCH conformance
 # build_amdgcn.sh LLVM_BIN LLVM_LIB REPO OUTDIR ARCH devicelib LIBDIR
 #

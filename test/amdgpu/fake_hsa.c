@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_hsa.c - a fake libhsa-runtime64.so.1 for testing the AMDGPU backend without AMD hardware.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_hsa.h - the test hooks of fake_hsa.c (the fake libhsa-runtime64.so.1), shared with the
  * tests that dlsym them.  Counters are totals since the library was loaded; "live" ones go up on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_hsa_partial.c - a libhsa-runtime64.so.1 that exports only hsa_status_string and hsa_init,
  * like a broken or foreign install: the plugin must refuse it, naming the first missing symbol.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # fault_test.sh PROGRAM SOURCE PLUGIN_DIR FAKE_DIR - a kernel that faults on the fake GPU
 # (FAKE_HSA_FAIL=kernel_fault:1, a queue error as a bad address gives): the program must fail, and
 # tether's error must name the device and the target region (function and line of SOURCE's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fuzz_code_object.c - libFuzzer target for the decoders of image bytes: the code-object parser
  * (ELF, notes, MessagePack metadata, kernel descriptors, target IDs), kernarg packing of whatever

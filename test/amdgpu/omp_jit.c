@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * omp_jit.c - an OpenMP program built with -fopenmp-target-jit (its device image is LLVM
  * bitcode): tether's AMDGPU plugin refuses such images, saying why (a linker tether does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * omp_kernels.c - OpenMP source compiled by clang-16 for amdgcn-amd-amdhsa (gfx90a, gfx940,
  * gfx1030) to produce the real code objects the AMDGPU unit tests read.  Never run: only its

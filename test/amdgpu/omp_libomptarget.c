@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * omp_libomptarget.c - an OpenMP program offloading to amdgcn (gfx90a), run through Debian's
  * libomptarget.so.16 with tether's libomptarget.rtl.amdgpu.nextgen.so (run_omp.sh).

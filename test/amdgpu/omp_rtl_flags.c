@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * omp_rtl_flags.c - the device runtime's configuration globals.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * raw_kernel.c - a plain AMDGPU kernel (no OpenMP) compiled by clang-16 as code object v5, so
  * the tests see the hidden kernel arguments v5 lists in its metadata (block counts, group sizes,

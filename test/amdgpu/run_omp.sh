@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # run_omp.sh PROGRAM MODE PLUGIN_DIR [EXPECT]
 # Run an OpenMP offload program with tether's plugins first on the library path (libomptarget 16
 # dlopens plugins by name, LD_LIBRARY_PATH first).  Passes when it exits 0 and, if EXPECT is

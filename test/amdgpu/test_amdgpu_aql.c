@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_amdgpu_aql.c - AQL packet building and publishing, checked byte by byte against the
  * layout of the HSA specification (hsa.h structs), and the publish ordering under concurrency: a

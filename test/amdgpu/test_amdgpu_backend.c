@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_amdgpu_backend.c - the AMDGPU backend driven through common's generic layer
  * (plugin_core.h), on the runtime the environment selects: none, Debian's, or fake_hsa.c.

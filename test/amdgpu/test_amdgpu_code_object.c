@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_amdgpu_code_object.c - code-object parsing against real code objects built by clang-16,
  * with llvm-readelf-16 as the independent oracle.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_amdgpu_hsa.c - the dlopen'ed HSA runtime table and the status converter.
  *

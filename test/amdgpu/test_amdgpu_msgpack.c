@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_amdgpu_msgpack.c - the bounds-checked MessagePack reader on hand-encoded input: every
  * type the reader knows, big-endian widths, sign extension, nesting, and truncation at every

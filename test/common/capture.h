@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* test/common/capture.h - capture what a call prints on stdout/stderr (header-only, tests). */
 #ifndef TETHER_TEST_CAPTURE_H
 #define TETHER_TEST_CAPTURE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* test/common/fault_ops.c - see fault_ops.h. */
 #include "fault_ops.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/fault_ops.h - an ops-table wrapper that fails backend call N (style rule 12).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* A tiny offload program: its device images are the "real images" of test_image and test_plugin
  * (dumped from the executable's .llvm.offloading section at build time). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* A small offload program built with -fopenmp-target-jit for nvptx64: its device image is LLVM
  * bitcode, which test_jit compiles (dumped from the executable's .llvm.offloading section at
  * build time).  One SPMD kernel (jit_saxpy) and one generic kernel (jit_generic). */

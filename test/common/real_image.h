@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/real_image.h - a real x86_64 device image (dumped from image_src.c's executable)
  * with a host entry table rebuilt from the names the image itself lists

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/tcheck.h - the checks of tether's C tests (header-only): one family for every test
  * of common/, pinned/, plugins/, rpc/ and the services.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/test_faults.c - driver-failure injection (style rule 12).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/test_image.c - OffloadBinary and ELF decoding (common/plugin_image.c) on crafted
  * images (every malformation the decoder must refuse, plus random mutations) and on real images

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/test_info.c - which LIBOMPTARGET_INFO bit turns on which of tether's messages,
  * over the host backend without libomptarget.  Each bit works on its own:

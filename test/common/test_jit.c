@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/test_jit.c - the JIT layer (common/plugin_jit.c) on a real -fopenmp-target-jit
  * image: the bitcode of jit_src.c for nvptx64 sm_90, taken from the executable's .llvm.offloading

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/test_launch.c - common/plugin_launch.c: launch geometry (LLVM 16's rules), the
  * launch limits the environment sets, and the argument array a backend gets (values

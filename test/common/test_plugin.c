@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/test_plugin.c - the generic layer over the host backend, without libomptarget:
  * ops-table checks, lazy devices, alloc kinds, the pinned map through lock/unlock and host

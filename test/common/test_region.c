@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/test_region.c - the target region a kernel name stands for (image_region_decode,
  * plugin_region_describe), as fault messages name it: clang's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/common/test_stage.c - common/plugin_stage.c over the host backend, with a host_pageable
  * slot that calls every host address pageable: large pageable copies go through the staging

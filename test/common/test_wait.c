@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_wait.c - common/plugin_wait.c, the waiting policy, on a fake device and a fake clock: each
  * poll advances the clock by POLL_NS, a block jumps it to the work's end plus WAKE_NS, so every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c01: target regions: offload really happens, scalars in and out, every device, if clause. */
 #include "conformance.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c02: teams / distribute / parallel for, num_teams and thread_limit, reductions. */
 #include "conformance.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c03: map types (to, from, tofrom, alloc, delete, always), array sections, struct members,
  * pointers to dynamically allocated arrays. */
 #include "conformance.h"

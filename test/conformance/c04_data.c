@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c04: target data, enter/exit data, update to/from, is_present, mapped pointers. */
 #include "conformance.h"
 

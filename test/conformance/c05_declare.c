@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c05: declare target globals and functions across two translation units (c05_declare_part1.c
  * defines the ones declared extern here). */
 #include "conformance.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c05, second translation unit. */
 #pragma omp declare target
 int counter = 10;

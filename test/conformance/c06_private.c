@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c06: firstprivate scalars, private, defaultmap, reductions of several types. */
 #include "conformance.h"
 

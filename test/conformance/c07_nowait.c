@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c07: target nowait with depend, taskwait, several regions in flight. */
 #include "conformance.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c08: llvm_omp_target_alloc_host/_device/_shared, their frees, omp_target_alloc/free/memcpy,
  * all BEFORE the first target region (LLVM 16's CUDA plugin fails alloc_host: tether must not),
  * then used from target regions. */

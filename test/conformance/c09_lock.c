@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c09: llvm_omp_target_lock_mem / unlock_mem follow the pinned map's rules on every device
  * (LLVM 16 accepts extending and overlapping locks: tether refuses them), and transfers from
  * locked memory work. */

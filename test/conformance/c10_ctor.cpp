@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // c10: device constructors and destructors of declare target globals (libomptarget runs them as
 // kernels with KernelArgs version 1).
 #include "conformance.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c11: two device images in one process: the program's and a shared library's
  * (c11_images_lib.c), each registered by its own __tgt_register_lib. */
 #include "conformance.h"

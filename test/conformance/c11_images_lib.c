@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c11: the shared library with its own device image. */
 #pragma omp declare target
 int lib_factor = 3;

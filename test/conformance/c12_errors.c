@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c12: error paths: an image no plugin accepts is ignored; an image the plugin accepts but
  * cannot load fails the program with a message naming plugin, device, call and cause; an
  * impossible allocation and unlocking an unknown pointer report errors and change nothing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c13: the program is served by tether's plugin, not by LLVM's (even when LLVM's plugins are
  * on the search path too).  With argument "expect-llvm" it checks the opposite: run with only
  * LLVM's plugin directory, the same program must see that no tether plugin serves it. */

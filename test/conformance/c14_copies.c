@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c14: large copies of pageable memory from several host threads at once, to every device, each
  * thread with its own odd size, verified byte for byte both ways (tether's CUDA plugin stages
  * such copies through a device's pinned buffers, which serve one copy at a time: the others

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c15: declare target globals in a program that requires unified_shared_memory.  clang then
  * reaches each global on the device through a reference pointer (<name>_decl_tgt_ref_ptr) that
  * must hold the global's host address: the plugin writes it when the image loads (libomptarget

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* c16: LIBOMPTARGET_RECORD asks LLVM 16's plugins to record kernels into files; tether's plugins
  * do not record, and say so once (not per image, device or launch) when the first image loads.
  * The variable is set before the first target region, so before any image is loaded; the

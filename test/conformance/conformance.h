@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/conformance/conformance.h - shared by the OpenMP conformance programs.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # llvm_suite_check.sh LLVM_SUITE_SH WORKDIR - the check of scripts/llvm-suite.sh that each run used
 # the plugin it names must catch a run where libomptarget found no plugin and ran the target
 # regions on the host.  Two tests of LLVM's suite run with a "tether plugin folder" whose x86_64

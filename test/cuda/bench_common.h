@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * bench_common.h - timing and output helpers shared by the GPU benchmark
  * programs (native/ built by nvcc, omp/ built by clang-16).

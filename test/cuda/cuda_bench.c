@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * cuda_bench.c - `make bench` entry for the CUDA benchmarks.  Where no CUDA driver can be loaded
  * it says so and does nothing (the figures need a GPU: docs/gpu-testing.md); otherwise it runs

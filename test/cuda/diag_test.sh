@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # diag_test.sh MODE PROBE_DIR PLUGIN_DIR SIM_DIR - what tether's CUDA plugin tells a user, through
 # Debian's libomptarget 16, on a machine without a GPU: PROBE_DIR holds plugin_probe (sm_90),
 # plugin_probe_sm80, plugin_probe_printf (printf in the region, no libtether-device) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_cuda.c - the entry points of the fake libcuda.so.1 that tests call,
  * with behaviour a test can recognise (see fake_cuda_stubs.c for the rest).

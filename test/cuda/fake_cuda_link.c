@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_cuda_link.c - the driver's linker (cuLinkCreate_v2, cuLinkAddData_v2, cuLinkComplete,
  * cuLinkDestroy) for fake_cuda_sim.c's simulated sm_90 GPU, so that a -fopenmp-target-jit

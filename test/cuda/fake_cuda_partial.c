@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_cuda_partial.c - a libcuda.so.1 that exports only the first few entry
  * points: cuda_driver_open() must fail naming the first one missing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_cuda_sim.c - a libcuda.so.1 that simulates GPUs in host memory (one unless
  * FAKE_CUDA_SIM_DEVICES says more), so that tether's CUDA plugin can be driven through Debian's

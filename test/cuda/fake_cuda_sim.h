@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_cuda_sim.h - the counters of fake_cuda_sim.c's simulated GPU, exported as
  * `fake_cuda_sim_stats`: the driver calls the plugin made, for the tests to read through dlsym

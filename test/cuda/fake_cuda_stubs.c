@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * fake_cuda_stubs.c - every entry point of CUDA_DRIVER_SYMBOLS as a weak stub
  * returning CUDA_ERROR_NOT_SUPPORTED.  Linked with fake_cuda.c (strong

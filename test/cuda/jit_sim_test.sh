@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # jit_sim_test.sh PROGRAM PLUGIN_DIR SIM_DIR SCRATCH_DIR
 # test_jit_sim (a -fopenmp-target-jit program) through Debian's libomptarget and tether's CUDA
 # plugin on the simulated GPU (SIM_DIR holds fake_cuda_sim's libcuda.so.1):

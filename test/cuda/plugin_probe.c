@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * plugin_probe.c - an nvptx64 OpenMP program run through Debian's libomptarget with tether's CUDA
  * plugin first on the library path (plugin_test.sh).

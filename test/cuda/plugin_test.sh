@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # plugin_test.sh MODE PROBE PLUGIN_DIR FAKE_DIR - tether's CUDA plugin loaded by Debian's
 # libomptarget 16, checked from the outside (what a user sees).
 #   no-driver  no libcuda on the path: 0 devices, the region runs on the host, and with

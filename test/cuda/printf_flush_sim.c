@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * printf_flush_sim.c - an image that prints with CUDA's own printf (vprintf, no
  * libtether-device.a), run against fake_cuda_sim.c.  The driver writes that printf's buffer only

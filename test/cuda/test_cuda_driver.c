@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_cuda_driver.c - cuda_driver_open/close/check against no driver and
  * against fake libcuda.so.1 libraries built by the test (fake_cuda*.c).

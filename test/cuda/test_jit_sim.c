@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_jit_sim.c - a -fopenmp-target-jit program (its device image is LLVM bitcode) through
  * Debian's libomptarget 16 and tether's CUDA plugin on fake_cuda_sim.c's simulated sm_90 GPU:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_plugin_sim.c - tether's CUDA plugin driven by Debian's libomptarget 16 against
  * fake_cuda_sim.c, a libcuda.so.1 that simulates one sm_90 GPU in host memory (no GPU needed).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_wait_sim.c - how tether's CUDA plugin waits for the GPU (common/plugin_wait.h), through
  * Debian's libomptarget 16 on the simulated GPU of fake_cuda_sim.c, whose kernels "run" for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/demo/demo.c - `make demo`: an ordinary OpenMP offload program, built with offload targets
  * for x86_64 and (when the CUDA toolkit is present) nvptx64 sm_90.  It asks tether which plugin

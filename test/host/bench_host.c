@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/host/bench_host.c - timings of one x86_64 host plugin (whichever LD_LIBRARY_PATH finds),
  * printed as "key value" lines for bench_host_driver, which runs it with tether's plugin and with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/host/bench_host_driver.c - `make bench` entry for the x86_64 host plugin.
  *

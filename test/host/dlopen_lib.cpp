@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // host_dlopen: offload code in a library that a program without OpenMP dlopen()s (dlopen_main.c).
 // Its device image registers when dlopen() runs the library's constructors and unregisters from
 // its destructors at exit, after libomptarget's own clean-up has closed the plugins: the plugin

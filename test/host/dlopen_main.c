@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* host_dlopen: a program built without OpenMP dlopen()s a library that offloads
  * (dlopen_lib.cpp), like LLVM's offloading/dynamic_module_load.c.  Prints PASS when the library's
  * target region ran on the device; the test also wants exit status 0 and the device destructor's

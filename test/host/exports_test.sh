@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/host/exports_test.sh <libtether-rpc.so> <libtether-rpc.a> <include/tether/rpc.h>
 # The installed server library exports the functions that tether/rpc.h declares and nothing
 # else: the shared library's dynamic symbols (version script) and the static archive's global

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* test/host/fdreuse.c - every device gets its own copy of the image, and so its own globals,
  * even when the program closes every file descriptor between loads (as daemons and some
  * launchers do) and so hands the number the first image was loaded through to the next one.

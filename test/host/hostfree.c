@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* test/host/hostfree.c - host memory from llvm_omp_target_alloc_host leaves the pinned map
  * whichever free releases it (omp_target_free passes libomptarget's DEFAULT kind, not HOST), so
  * memory at that address can be locked afterwards; frees and unlocks in every order are either

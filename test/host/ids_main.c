@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/host/ids_main.c - global vs local device ids with two plugins.
  *

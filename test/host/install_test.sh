@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/host/install_test.sh <build dir> <source dir> <CUDA toolkit or "">
 #
 # Runs the shell commands of README.md's "Using it" section as a user would: every ```sh block

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* jit_refused.c - built with -fopenmp-target-jit (its device image is LLVM bitcode): the x86_64
  * plugin refuses the image, saying why, and the target region runs on the host (the initial
  * device) instead. */

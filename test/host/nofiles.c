@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* test/host/nofiles.c - the host plugin loads device images from anonymous memory: after a
  * region ran, the image is mapped from a memfd, and nothing is mapped from a temporary file like
  * the /tmp/tmpfile_XXXXXX that LLVM 16's host plugin writes (and never removes). */

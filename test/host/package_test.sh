@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/host/package_test.sh <source dir> <clang-16>
 # A package build as a distribution makes one, in a temporary folder:
 #   cmake -DBUILD_TESTING=OFF -DCMAKE_INSTALL_PREFIX=/opt/tether

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # tether_run_test.sh TETHER_RUN PLUGIN_DIR VERSION - what tether-run does with its options and
 # with the environment it passes on: --help on stdout with status 0, --version, unknown options,
 # LIBOMPTARGET_INFO read as a number (never evaluated by the shell), the warning about

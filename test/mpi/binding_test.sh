@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # binding_test.sh PROGRAM PLUGIN_DIR FAKE_DIR - the RPC server thread keeps to the cores a
 # launcher bound the process to (ctest mpi.rpc_binding).  PROGRAM is one_device (its image has
 # an RPC client), run on the simulated GPUs of FAKE_DIR reporting the PCI address of a device of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # check_halo.sh RC NP STEPS EVERY STDOUT STDERR SERVED - judges one mpirun of
 # examples/mpi_halo.c from its exit status RC and its combined stdout and stderr.
 #

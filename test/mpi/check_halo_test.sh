@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # check_halo_test.sh WORKDIR - check_halo.sh on made-up runs of mpi_halo (2 ranks, 4 steps,
 # a device line every 2): it passes a complete run and fails each way a run can go wrong.
 set -uo pipefail

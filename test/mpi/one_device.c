@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * one_device.c - a rank that uses one GPU of several leaves the others untouched: no context,
  * stream, event, module, allocation (device or pinned host: RPC ports, staging buffers) on any

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # run_halo.sh NP MODE PROGRAM PLUGIN_DIR WORKDIR [prefix] - ctest of examples/mpi_halo.c (x86_64
 # offload): `mpirun -np NP` of PROGRAM MODE (host or device halos) with tether's plugins from
 # PLUGIN_DIR and LIBOMPTARGET_INFO=16, judged by check_halo.sh (answers, every rank's device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * bench_pinned.c - lookup rate of pinned_map against its baselines, measured in the same run.
  *

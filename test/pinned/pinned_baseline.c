@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* pinned_baseline.c - the baselines of bench_pinned (see pinned_baseline.h). */
 #include "pinned_baseline.h"
 

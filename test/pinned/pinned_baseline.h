@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * pinned_baseline.h - the two baselines bench_pinned measures pinned_map against, written the
  * plain way on purpose:

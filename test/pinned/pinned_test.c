@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* pinned_test.c - the fake driver of pinned_test.h. */
 #include "pinned_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * pinned_test.h - helpers shared by the pinned-map tests: a fake driver (checks: tcheck.h).
  *

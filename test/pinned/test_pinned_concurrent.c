@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_pinned_concurrent.c - the map under concurrent lock, unlock, register and lookup (also run
  * under ThreadSanitizer).

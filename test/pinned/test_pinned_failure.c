@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_pinned_failure.c - failure injection: a fixed script of locks and unlocks is run once for
  * every N, with the fake driver's pin failing on call N.  The lock that meets the failure must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_pinned_random.c - thousands of random lock/unlock/register/unregister/lookup sequences,
  * each result compared with a deliberately simple reference model (an unsorted array searched

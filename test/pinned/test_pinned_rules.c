@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test_pinned_rules.c - one test per rule of pinned_map.h, with the fake driver counting calls.
  * Host addresses are made up: the map never touches the memory it records.

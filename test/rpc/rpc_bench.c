@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_bench.c - host-thread figures of the port protocol, each next
  * to a raw shared-memory baseline measured in the same run.

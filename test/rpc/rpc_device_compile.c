@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * Compile-only check: every rpc.h operation inside `#pragma omp declare
  * target`, so the header stays valid device code for nvptx64, amdgcn and the

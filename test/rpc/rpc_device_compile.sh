@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/rpc/rpc_device_compile.sh - compiles rpc_device_compile.c (every
 # rpc.h operation inside `#pragma omp declare target`) for one offload
 # target, with and without the protocol checks, and checks that the device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_gpu_check.c - the port protocol with a real GPU as the client:
  * warps of an OpenMP target region call a host server thread through pinned

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/rpc/rpc_gpu_check.sh - builds and runs rpc_gpu_check.c, the port
 # protocol with an NVIDIA GPU as the client (not part of ctest: it needs a GPU).
 #

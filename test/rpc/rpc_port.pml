@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_port.pml - Promela model of the port protocol of rpc/rpc.h.
  *

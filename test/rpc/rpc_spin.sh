@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/rpc/rpc_spin.sh - model-checks test/rpc/rpc_port.pml with spin.
 #
 #   rpc_spin.sh MODEL EXPECT CHECK [-DNAME[=VALUE]...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_calls.c - many client threads against server thread(s)
  * over one region, every payload checked, no call lost or duplicated.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_misuse.c - protocol misuse is caught by the checked
  * build's assertions.  Each case runs in a child process, which must die of

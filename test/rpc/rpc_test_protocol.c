@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_protocol.c - the port state machine stepped by hand from
  * one thread with the non-blocking calls, so every "not yet" answer is

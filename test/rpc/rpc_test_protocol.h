@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_protocol.h - what the files of rpc_test_protocol share: a client and a
  * server on one region (struct pair), readers of the raw words of the shared region, packet

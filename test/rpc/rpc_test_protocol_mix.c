@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_protocol_mix.c - rpc_test_protocol's short and fenced calls mixed on one port,
  * in every shape, past several wraps of the seq.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_protocol_ports.c - rpc_test_protocol's opening of ports: the server opening one
  * given port, client hint and server round-robin order, bounded sweeps, lane masks.

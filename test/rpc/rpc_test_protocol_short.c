@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_protocol_short.c - rpc_test_protocol's short requests (rpc.h, I4 and rule S):
  * round trips of every size, words arriving late or carrying another call's tag, seq wraps, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_protocol_steps.c - rpc_test_protocol's layout arithmetic and init checks, one
  * call stepped by hand, fire and forget, answer heads, and the state word every client close

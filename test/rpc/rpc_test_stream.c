@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_stream.c - send_n / recv_n with byte strings of 0 bytes
  * to 1 MiB, between a client thread and a server thread.

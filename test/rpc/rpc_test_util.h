@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_util.h - helpers shared by the rpc/ tests and benches:
  * a failure macro that names the file and line, shared-region allocation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/bench_printf.c - cost of formatting one device printf call on
  * the host (decode the message, scan, format each conversion) against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/bench_rpc_thread.c - the server thread's idle policy: CPU it
  * burns while idle and how fast it answers a call that comes after an idle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/fuzz_printf.c - libFuzzer target for the host printf decoder.
  * The first input byte picks the entry point: odd = a whole PRINTF message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/fuzz_server.c - libFuzzer target for the server's handling of
  * device bytes: arbitrary calls (any opcode, lane mask, wide flag, packet

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/services/knobs_test.sh <program dir> <plugin dir> - tether's environment knobs through
 # Debian's libomptarget 16 and tether's plugins (all three load; the x86_64 one runs the
 # program, offload_printf, whose image has tether's RPC client).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/services/run_life.sh - runs one case of offload_life (the RPC server's life cycle: fork,
 # exit and target regions inside user handlers, exit while other threads offload, messages over
 # 64 MiB) through libomptarget 16 and tether's x86_64 plugin, and checks its output.

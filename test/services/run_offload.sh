@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/services/run_offload.sh - runs one x86_64-offload services program through
 # libomptarget 16 and checks its output.
 #

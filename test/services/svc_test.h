@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/svc_test.h - tiny assertion helpers for the services tests.
  * A failed CHECK prints where and why, counts the failure and carries on;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* test_dev_wait.c - the device library's first-poll delay rule (rpc/device/device_wait.h),
  * checked on the host: its steps, and its behaviour against a model of the link measured on
  * H200 machines (a first poll issued too early finds nothing and the call pays a round trip

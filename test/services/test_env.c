@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/test_env.c - the one rule every environment knob follows (rpc/server/rpc_env.h):
  * what is a number, a boolean, a choice; that a bad value gives the default and exactly one

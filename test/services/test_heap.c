@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/test_heap.c - the device heap (rpc/device/device_malloc.c) through a real server,
  * with host threads playing the device: bad frees of every size class are reported once with

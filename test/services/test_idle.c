@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/test_idle.c - the server thread's back-off (struct srv_idle, rpc_internal.h), by
  * counts of rounds that found no call: adaptive stays hot, then polls with a pause, then sleeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/test_printf_rpc.c - printf calls larger than a packet, numbered arguments, the
  * thousands flag and bad conversions, through the whole path: the device library (rpc/device,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/test_rpc_host.c - server library and device client together,
  * with host threads playing the device: the device library's own code

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/test_rpc_host.h - what the files of test_rpc_host share: the rig (a server with
  * the device library's global client attached, fake device memory), the checks, and one entry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/test_rpc_host_heap.c - test_rpc_host's malloc and malloc-burst: the device heap
  * under concurrency with data checked, tens of MiB live, reuse, realloc, FREE while a kernel runs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/test_rpc_host_stdio.c - test_rpc_host's printf-wide, printf-lanes and write: device
  * printf from many threads in wide and lane mode against the host printf, and puts/fwrite to

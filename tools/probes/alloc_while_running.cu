@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // alloc_while_running.cu - does a device allocation from a second host thread return while a
 // kernel runs?  (The RPC heap asks the server thread for memory while the asking kernel runs.)
 // A kernel spins until the host releases it; meanwhile a second thread tries cuMemAlloc and the

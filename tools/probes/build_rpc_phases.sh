@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # build_rpc_phases.sh OUT - builds rpc_phases (rpc_phases.c, rpc_phases_lib.c: the device library's
 # profiling build, rpc_phases_prof.c: its hooks) for sm_90;
 # RPC_PHASES_FLAGS: more compiler flags.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // l2_lat.cu - how long a device-scope atomic takes from one thread, by SM and by address: one
 // block per SM, one at a time, times 32 dependent atomics on each of 64 words STRIDE words apart
 // (default 512: 4 KiB).  On an H200 the times are bimodal, about 290 or about 500 cycles: the

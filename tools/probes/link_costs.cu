@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // link_costs.cu - what each step of a device-to-host call costs on this GPU and link, measured
 // with nvcc alone (no OpenMP, no tether): the primitives the RPC protocol is made of (fences,
 // reductions, reads of pinned host memory) timed on the GPU, and 18 shapes of a one-packet

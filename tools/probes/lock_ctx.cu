@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // lock_ctx.cu - what a port lock's atomic costs in the company of a call's other accesses.
 // tools/probes/l2_lat.cu times chains of atomics alone (about 290 cycles near, 500 far); the
 // RPC call's open phase takes longer.  One GPU thread runs a call's skeleton without a server:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // pingpong_lines.cu - is the raw ping-pong's speed a property of the memory it uses?  The
 // host-started ping-pong of test/cuda/native/pingpong.cu, run over several pinned buffers in
 // one process: separate 4 KiB allocations, pages of one 2 MiB allocation, and pages of 4 MiB of

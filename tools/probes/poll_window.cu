@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // poll_window.cu - where the time of a device-to-host call over pinned host memory goes, with
 // no OpenMP and no tether (nvcc only): one GPU thread calls one host thread, in shapes
 //   raw          st the request flag; poll the answer flag (pingpong.cu's pingpong_gpu)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc_pages.c - does tether's round trip depend on where its port lies in host memory?  The
  * one-packet call of test/cuda/omp/rpc.c, made by the GPU thread whose id (and so home port) is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc_phases.c - where the time of a one-packet RPC round trip goes on the GPU: the device
  * library is compiled into this program (rpc_phases_lib.c) in its profiling build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc_phases_lib.c - the device library's profiling build (TETHER_RPC_PROFILE) for rpc_phases.c:
  * a translation unit of its own (the library's libc names conflict with <stdio.h>).  Its hooks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * rpc_phases_prof.c - the profiling hooks of the device library (rpc/device/device_internal.h)
  * for rpc_phases.c: clock64() cycles per phase of a call, the learnt delays, the polls that

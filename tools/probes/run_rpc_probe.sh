@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # run_rpc_probe.sh BUNDLE [ROUNDS [PLUGIN_DIR...]] - on the GPU machine: the one-packet round trip
 # against the raw pinned ping-pong, ROUNDS times in alternation (each round one pingpong.cu run,
 # then test/cuda/omp/rpc.c through each PLUGIN_DIR, default the bundle's plugins-tether), each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * own_malloc.c - a separately compiled device malloc/free (the hazard syscall_abi_test.sh checks
  * tether's CUDA plugin refuses): linked into syscall_probe without -foffload-lto, the program's

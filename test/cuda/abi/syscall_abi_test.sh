@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # syscall_abi_test.sh ROOT CLANG CUDA_PATH DEVICE_LIB_DIR WORKDIR PLUGIN_DIR FAKE_SIM_DIR
 # CPU-side ctest (test/cuda's simulated GPU), syscall_probe.c for sm_90:
 #   1. with own_malloc.c, a separately compiled global malloc/free: tether's CUDA plugin refuses

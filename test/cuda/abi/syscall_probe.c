@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * syscall_probe.c - a target region that calls malloc and free, linked with libtether-device.a.
  * syscall_abi_test.sh builds it twice for sm_90: with own_malloc.c (no LTO) tether's CUDA plugin

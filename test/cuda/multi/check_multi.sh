@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # check_multi.sh RC STDOUT STDERR - judges one run of multi_gpu (run with LIBOMPTARGET_INFO=16):
 #   exit 77  the program skipped (exit 77 and "SKIP: needs 2 GPUs"): fewer than two GPUs
 #   exit 0   the program's host checks passed, and

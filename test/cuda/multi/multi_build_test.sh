@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # multi_build_test.sh ROOT CLANG CUDA_PATH DEVICE_LIB_DIR WORKDIR PLUGIN_DIR FAKE_SIM_DIR
 # CPU-side ctest of the two-GPU acceptance test (no GPU needed):
 #   1. multi_gpu.c builds for nvptx64 sm_90 with clang-16 and -ltether-device (-Werror), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * multi_gpu.c - issue 6's two-GPU acceptance test for tether's CUDA plugin.
  *

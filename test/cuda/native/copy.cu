@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // copy.cu - CUDA native: 1 GiB host<->device copies, pageable and pinned
 // (cuMemHostRegister with PORTABLE|DEVICEMAP, the flags tether's lock uses).
 #include "native_common.h"

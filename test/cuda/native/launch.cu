@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // launch.cu - CUDA native: empty kernel launch + stream synchronize latency.
 #include "native_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // malloc.cu - CUDA native: device malloc+free pairs per second, 132 blocks x
 // 128 threads, 16 pairs of 64 bytes per thread; then one BENCH_LIVE_BYTES block
 // per thread, all live at once (16.5 MiB, beyond the default 8 MiB heap, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * native_common.h - error checks for the CUDA native baselines and probes.
  */

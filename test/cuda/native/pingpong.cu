@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // pingpong.cu - CUDA native: one GPU thread <-> one host thread round trip
 // over pinned, mapped host memory (the floor for any device-to-host RPC).
 // "pingpong": the host writes, the GPU answers; "pingpong_gpu": the GPU writes

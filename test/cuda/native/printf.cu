@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // printf.cu - CUDA native: device printf, 132 blocks x 128 threads, one line
 // each, timed from launch until the lines were flushed at the sync.
 #include <cstdio>

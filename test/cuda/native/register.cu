@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 // register.cu - CUDA native: cost of cuMemHostRegister / cuMemHostUnregister
 // (PORTABLE|DEVICEMAP) for 4 KiB and 1 GiB of prefaulted memory.
 #include "native_common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* copy.c - OpenMP: 1 GiB `target update to/from` of a mapped buffer, pageable and after
  * llvm_omp_target_lock_mem (which pins with tether, and does nothing with LLVM 16's plugin). */
 #include "omp_common.h"

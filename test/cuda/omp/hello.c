@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* hello.c - smoke test: an sm_90 target region runs on the GPU and computes the right sum. */
 #include "omp_common.h"
 

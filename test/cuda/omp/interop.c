@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * interop.c - what a GPU-aware library (an MPI with CUDA support, cuBLAS, NCCL) assumes when an
  * OpenMP program hands it device pointers, checked through the CUDA driver API after the first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* jit.c - built with -fopenmp-target-jit (scripts/device-bundle.sh): the device image is LLVM
  * bitcode, compiled for the GPU when the program starts using it.  Checks that the regions run on
  * the GPU and compute the right results (an SPMD loop and a generic region), and prints the time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* launch.c - OpenMP: empty target region latency (launch + completion). */
 #include "omp_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* lock.c - OpenMP: cost of llvm_omp_target_lock_mem / unlock_mem for 4 KiB and 1 GiB (prefaulted),
  * interleaved in the same process, on the same buffer, with the bare driver calls
  * (cuMemHostRegister PORTABLE|DEVICEMAP / cuMemHostUnregister through libcuda.so.1), so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* malloc.c - OpenMP: device malloc+free pairs per second, 132 teams x 128 threads, 16 pairs of
  * 64 bytes per thread; then every thread holds BENCH_LIVE_BYTES at once (16.5 MiB, beyond CUDA's
  * default 8 MiB device heap) across two target regions, data checked.  Built twice: plain

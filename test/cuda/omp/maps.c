@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* maps.c - OpenMP: target regions that map data, and small `target update`s: what libomptarget
  * does around every region of an ordinary program (allocate device memory for the mapped
  * variables, copy in, launch, copy out, free).  Medians of single operations. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * omp_common.h - helpers for the OpenMP GPU benchmarks (clang-16, sm_90).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* printf.c - OpenMP: printf from 132 teams x 128 threads, one line each, timed until the target
  * region returned; lines that never reached stdout are counted as lost, and the time the first
  * line reached stdout is reported (before the end: output while the kernel runs).  Built twice:

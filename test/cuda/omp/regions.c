@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* regions.c - OpenMP: what ordinary offloaded loops cost, maps included: a `target teams
  * distribute parallel for` that maps an array tofrom (2, 16 and 128 MiB), a sum reduction over
  * one mapped `to`, and four `nowait` regions on resident data joined by a taskwait.  Medians. */

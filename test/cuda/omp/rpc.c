@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* rpc.c - OpenMP + libtether-device.a: round trip of a one-packet RPC call (a user opcode with
  * 4 bytes each way) from one GPU thread, served by tether's RPC server thread.  Reported as
  * "pingpong", the name of the raw pinned-memory ping-pong of native/pingpong.cu (the floor for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * waitcpu.c - OpenMP: what waiting for the GPU costs the host, in CPU time and in latency.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /* taskwait_deps.c - target tasks with dependences, waited for by `taskwait depend(...)`, in a
  * loop: each round chains two nowait regions through an inout dependence on one array and one
  * on another, waits for the first chain with taskwait depend, checks it, then waits for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/gpu/gpu_diag.c - narrows down failures of the RPC services on
  * a GPU: each mode runs one shape of calls and reports on stderr when its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/services/gpu/gpu_probe.c - diagnostics for a GPU run: what the device
  * sees in __tether_rpc_client and in the shared mailboxes around one user

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/services/gpu/make_gpu_bundle.sh BUILD - packs what a GPU machine without clang or
 # Debian packages needs to run the services tests on NVIDIA (sm_90) into
 # BUILD/svc-gpu/svc-gpu.tar.xz:

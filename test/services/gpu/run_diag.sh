@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/services/gpu/run_diag.sh BUNDLE - runs ON the GPU machine: the shapes of gpu_diag (see its
 # header) one after another through the CUDA plugin, each under a timeout, then the SASS of the
 # diagnostic images when cuobjdump is there.  Output: $OUT/diag.txt (default ./svc-out).

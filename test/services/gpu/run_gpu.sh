@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # test/services/gpu/run_gpu.sh BUNDLE - runs ON the GPU machine: unpacks the bundle from
 # make_gpu_bundle.sh and runs the services cases on the GPU through libomptarget 16 and the
 # test CUDA plugin, then the server-thread benchmark.  Results go to $OUT (default ./svc-out).

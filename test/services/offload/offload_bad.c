@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_bad.c - bad printf input from a target region: unknown
  * conversions, an absurd width, a NULL %s, %n, length modifiers glibc reads

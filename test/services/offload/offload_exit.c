@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_exit.c - exit(code) and abort() inside a target region: the output
  * printed before it appears, and the process ends with the device's status.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_fork_gpu.c - fork() after a GPU image with an RPC client ran (nvptx64, built with
  * libtether-device.a and -foffload-lto, run on the simulated GPU of test/cuda/fake_cuda_sim.c):

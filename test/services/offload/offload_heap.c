@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_heap.c - malloc/calloc/realloc/free in target regions: many
  * threads at once with their data checked, then 48 MiB live at once (six

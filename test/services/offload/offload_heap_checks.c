@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_heap_checks.c - the device heap's promises in a target region: posix_memalign and
  * aligned_alloc for every power of two up to 2 MiB (pointers aligned, every block usable and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_idle.c - a target region that makes no RPC call for a second, then calls: the calls
  * are answered, and the device's RPC server thread (tether-rpc0) used a small share of a core

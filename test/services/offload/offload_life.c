@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_life.c - the RPC server's life cycle under what programs do: fork(), exit() inside a
  * user handler, a target region started from a handler, exit() while other threads are inside

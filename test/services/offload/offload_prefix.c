@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_prefix.c - device output that TETHER_RPC_PREFIX marks line by line, and printf calls
  * whose output passes 4 MiB.  run_offload.sh (cases prefix, printf-big) runs it and checks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_printf.c - many teams x threads printing from target regions with
  * every common conversion (TEAMS x THREADS streams of lines over the teams and threads the

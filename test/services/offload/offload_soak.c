@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_soak.c - every RPC service at once, with the host-side memory calls around it, for a
  * fixed number of rounds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_user.c - a user opcode: the host registers a handler, threads of a
  * target region call it and check the answers; an opcode without a handler
