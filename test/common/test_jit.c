@@ -112,7 +112,18 @@ static void check_ptx(const struct plugin_jit_code *code, const char *target_lin
     CHECK_MSG(code->bytes, ".entry __omp_offloading_");
     CHECK_MSG(code->bytes, "_jit_saxpy_l");
     CHECK_MSG(code->bytes, "_jit_generic_l");
-    CHECK_MSG(code->bytes, "_jit_saxpy_l8_exec_mode");
+    /* The saxpy kernel's exec-mode global, named after the kernel (whose name ends in its line). */
+    const char *entry = strstr(code->bytes, ".entry __omp_offloading_");
+    const char *saxpy = strstr(code->bytes, "_jit_saxpy_l");
+    if (entry != NULL && saxpy != NULL) {
+        const char *name = saxpy;
+        char mode[256];
+
+        while (name > code->bytes && name[-1] != ' ' && name[-1] != '\t' && name[-1] != '\n')
+            name--;
+        snprintf(mode, sizeof(mode), "%.*s_exec_mode", (int)strcspn(name, "(\n ,;"), name);
+        CHECK_MSG(code->bytes, mode);
+    }
 }
 
 static void test_detect(const struct plugin_image *image)
