@@ -94,6 +94,20 @@ static void image_read(struct image *im, const char *path)
     im->tgt.ImageEnd = (char *)im->bytes + im->size;
 }
 
+/* A plugin on the fake runtime with device 0 and the plain kernel's image (at raw_path) loaded. */
+static void load_raw(const char *raw_path, struct plugin **plugin_p, struct plugin_device **dev_p,
+                     struct image *raw, struct tgt_target_table **table_p)
+{
+    struct tether_error err = {{0}};
+
+    REQUIRE_RC(plugin_create(&plugin_backend_ops, plugin_p, &err), TETHER_OK);
+    bind_fake();
+    REQUIRE_RC(plugin_device_get(*plugin_p, 0, dev_p, &err), TETHER_OK);
+    image_read(raw, raw_path);
+    image_add(raw, "tether_raw", 0);
+    REQUIRE_RC(plugin_image_load(*dev_p, &raw->tgt, table_p, &err), TETHER_OK);
+}
+
 /* The name and static group segment size of the kernel whose name contains part. */
 static uint32_t kernel_name(const struct image *im, const char *part, char *out, size_t n)
 {
@@ -621,19 +635,13 @@ static int mode_threads(const char *raw_path)
 {
     struct plugin *plugin = NULL;
     struct plugin_device *dev = NULL;
-    struct tether_error err = {{0}};
     struct tgt_target_table *table;
     struct image raw;
     pthread_t th[4];
     struct thread_arg args[4];
     struct fake_stats s;
 
-    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
-    bind_fake();
-    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
-    image_read(&raw, raw_path);
-    image_add(&raw, "tether_raw", 0);
-    REQUIRE_RC(plugin_image_load(dev, &raw.tgt, &table, &err), TETHER_OK);
+    load_raw(raw_path, &plugin, &dev, &raw, &table);
     for (int i = 0; i < 4; i++) {
         args[i] = (struct thread_arg){dev, table, i};
         REQUIRE(pthread_create(&th[i], NULL, thread_main, &args[i]) == 0);
@@ -665,7 +673,6 @@ static int mode_waits(const char *mode, const char *raw_path)
 {
     struct plugin *plugin = NULL;
     struct plugin_device *dev = NULL;
-    struct tether_error err = {{0}};
     struct tgt_target_table *table;
     struct image raw;
     const char *env = getenv("FAKE_HSA_KERNEL_US");
@@ -674,12 +681,7 @@ static int mode_waits(const char *mode, const char *raw_path)
     long slept = 0;
 
     REQUIRE(kernel_us >= 50000);
-    REQUIRE_RC(plugin_create(&plugin_backend_ops, &plugin, &err), TETHER_OK);
-    bind_fake();
-    REQUIRE_RC(plugin_device_get(plugin, 0, &dev, &err), TETHER_OK);
-    image_read(&raw, raw_path);
-    image_add(&raw, "tether_raw", 0);
-    REQUIRE_RC(plugin_image_load(dev, &raw.tgt, &table, &err), TETHER_OK);
+    load_raw(raw_path, &plugin, &dev, &raw, &table);
     /* Until a wait sleeps (it needs the first poll before the kernel's end, right after the
      * launch on the same thread): up to three launches; spin once. */
     for (int i = 0; i < (spin ? 1 : 3) && slept == 0; i++) {
