@@ -50,8 +50,10 @@ struct tether_rpc_device_client {
     uint32_t version; /* TETHER_RPC_CLIENT_VERSION */
     uint32_t flags;   /* TETHER_RPC_CLIENT_* */
     uint32_t device_id;
-    /* Host address of the server's struct tether_rpc_doorbell (host offload
-     * only: the client bumps seq and wakes a sleeping server), else 0. */
+    /* With TETHER_RPC_CLIENT_WIDE (host offload): host address of the server's struct
+     * tether_rpc_doorbell (the client bumps seq and wakes a sleeping server).  Else the address
+     * of a 32-bit word in shared memory that the client sets to 1 after each call's first packet
+     * (the thread, once asleep, sweeps the ports only when it finds it set).  0: none. */
     uint64_t doorbell;
     struct rpc_client client; /* device addresses; locks point at `locks` */
     rpc_state_t

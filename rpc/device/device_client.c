@@ -274,18 +274,23 @@ static void rx_use(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 
 /* ---- doorbell ----------------------------------------------------------------------------- */
 
-static void dev_ring(const struct tether_rpc_device_const *c)
+/* After a call's first packet: a host client (wide) bumps the server's doorbell and wakes the
+ * thread if it sleeps; a device client, which cannot wake a thread, sets the doorbell word the
+ * sleeping thread looks at (device_client.h). */
+static void dev_ring(const struct tether_rpc_device_const *c, uint64_t mask)
 {
-#if defined(RPC_ARCH_HOST)
     if (c->doorbell == 0)
         return;
-    struct tether_rpc_doorbell *bell = (struct tether_rpc_doorbell *)(uintptr_t)c->doorbell;
-    __atomic_fetch_add(&bell->seq, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&bell->sleepers, __ATOMIC_SEQ_CST) != 0)
-        syscall(SYS_futex, &bell->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-#else
-    (void)c;
+#if defined(RPC_ARCH_HOST)
+    if (c->flags & TETHER_RPC_CLIENT_WIDE) {
+        struct tether_rpc_doorbell *bell = (struct tether_rpc_doorbell *)(uintptr_t)c->doorbell;
+        __atomic_fetch_add(&bell->seq, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&bell->sleepers, __ATOMIC_SEQ_CST) != 0)
+            syscall(SYS_futex, &bell->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        return;
+    }
 #endif
+    rpc_arch_store(mask, (rpc_word_t *)(uintptr_t)c->doorbell, 1);
 }
 
 #if defined(RPC_ARCH_HOST)
@@ -385,7 +390,7 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
     } else {
         rpc_client_send(&client, &port, strs ? tx_fill_strs : tx_fill, &tx);
     }
-    dev_ring(c);
+    dev_ring(c, mask);
     while (rpc_arch_any(mask, tx.sent < 8 + tx.len))
         rpc_client_send(&client, &port, strs ? tx_fill_strs : tx_fill, &tx);
     DEV_PROF_(2);

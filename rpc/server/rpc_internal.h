@@ -133,6 +133,11 @@ struct tether_rpc_server {
         _Atomic uint32_t sleepers;
         _Atomic uint32_t waiters;
     } bell;
+    /* Device clients' doorbell: a word in shared memory, one cache line after the region, that
+     * a device call sets to 1 after its first packet (a GPU cannot wake a thread); the sleeping
+     * thread clears it, sweeps once, and then looks only at this word at each wake-up.  NULL for
+     * host clients, which ring `bell`. */
+    _Atomic uint32_t *device_bell;
 
     /* calls in flight, indexed by port; the free pool */
     pthread_mutex_t handle_lock;
@@ -204,6 +209,7 @@ struct tether_rpc_server {
     _Atomic uint64_t st_unhandled;
     _Atomic uint64_t st_malformed;
     _Atomic uint64_t st_wakeups;
+    _Atomic uint64_t st_idle_sweeps; /* sweeps of every port by the sleeping thread */
 
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;
@@ -365,6 +371,12 @@ enum srv_idle_phase { SRV_IDLE_HOT, SRV_IDLE_RELAX, SRV_IDLE_SLEEP };
 #define SRV_IDLE_RELAX_ROUNDS 16u
 #define SRV_IDLE_SLICE_MIN_NS 25000u
 #define SRV_IDLE_SLICE_MAX_NS 100000u
+/* A device client's call sets the doorbell word (tether_rpc_server.device_bell) after its first
+ * packet, but the word may become visible before the packet's flag does (separate stores, no
+ * fence between them); a set word sends the thread back to its hot rounds, which see the flag.
+ * A sleeping thread sweeps every port at least this often all the same, so a call is never left
+ * waiting on a word it did not set. */
+#define SRV_IDLE_SWEEP_EVERY_NS 2000000u
 
 struct srv_idle {
     enum tether_wait_mode mode;

@@ -144,11 +144,12 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
     }
 
     srv->region_size = rpc_region_size(ports, lanes);
-    st = config->shared_alloc(config->shared_ctx, srv->region_size, &srv->region_host,
-                              &srv->region_dev);
+    /* device clients' doorbell: the cache line after the region */
+    uint64_t shared_size = srv->region_size + (config->host_client ? 0 : RPC_ALIGN);
+    st = config->shared_alloc(config->shared_ctx, shared_size, &srv->region_host, &srv->region_dev);
     if (st != TETHER_OK) {
         set_err(err, st, "rpc server: shared_alloc(%llu bytes) failed: %s",
-                (unsigned long long)srv->region_size, tether_status_str(st));
+                (unsigned long long)shared_size, tether_status_str(st));
         goto fail_host;
     }
     if ((uintptr_t)srv->region_host % RPC_ALIGN || srv->region_dev % RPC_ALIGN) {
@@ -157,7 +158,9 @@ tether_status_t tether_rpc_server_create(const struct tether_rpc_server_config *
                      RPC_ALIGN, srv->region_host, (unsigned long long)srv->region_dev);
         goto fail_region;
     }
-    memset(srv->region_host, 0, srv->region_size);
+    memset(srv->region_host, 0, shared_size);
+    if (!config->host_client)
+        srv->device_bell = (_Atomic uint32_t *)((char *)srv->region_host + srv->region_size);
     st = rpc_server_init(&srv->rpc, srv->region_host, ports, lanes, srv->locks);
     if (st != TETHER_OK) {
         set_err(err, st, "rpc server: rpc_server_init failed");
@@ -215,6 +218,8 @@ void srv_calls_reset(struct tether_rpc_server *srv)
     srv_prof_reset(srv);
     /* The ports: every call on them was made by a thread the child does not have. */
     memset(srv->region_host, 0, srv->region_size);
+    if (srv->device_bell != NULL)
+        atomic_store(srv->device_bell, 0);
     memset(srv->locks, 0, rpc_lock_size(ports));
     rpc_server_init(&srv->rpc, srv->region_host, ports, lanes, srv->locks);
 }
@@ -275,7 +280,8 @@ tether_status_t tether_rpc_server_client_bytes(tether_rpc_server_t *srv, uint64_
     c.version = TETHER_RPC_CLIENT_VERSION;
     c.flags = srv->config.host_client ? TETHER_RPC_CLIENT_WIDE | TETHER_RPC_CLIENT_WAKES : 0;
     c.device_id = srv->config.device_id;
-    c.doorbell = srv->config.host_client ? (uint64_t)(uintptr_t)&srv->bell : 0;
+    c.doorbell = srv->config.host_client ? (uint64_t)(uintptr_t)&srv->bell
+                                         : srv->region_dev + srv->region_size;
     uint64_t locks_dev = global_dev + offsetof(struct tether_rpc_device_client, locks);
     tether_status_t st =
         rpc_client_init(&c.client, (void *)(uintptr_t)srv->region_dev, srv->config.port_count,

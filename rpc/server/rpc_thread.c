@@ -16,7 +16,9 @@
  *                         rounds, then rounds of polling with a cpu-relax pause, then sleeps in
  *                         slices that grow to 100 us (a GPU cannot ring: the slice bounds how
  *                         late a call after a quiet spell is seen; timer slack is set to 1 us so
- *                         that a slice is kept).  A host client rings for each call, so a server
+ *                         that a slice is kept).  A device call sets a doorbell word in shared
+ *                         memory, so a wake-up looks at one word, not at every port
+ *                         (sleep_for_device).  A host client rings for each call, so a server
  *                         of host clients with no call in flight sleeps until rung instead.
  *                         spin: always hot (a core busy while the kernel runs).  block: sleep
  *                         after every round that found no call.
@@ -343,6 +345,37 @@ static void sleep_on_bell(struct tether_rpc_server *srv, uint32_t seq, uint64_t 
     atomic_fetch_add(&srv->st_wakeups, 1);
 }
 
+/* The sleep of a server of device clients: clears the doorbell word, sweeps every port (for
+ * calls made before the clear), then sleeps in the back-off's slices and, at each wake-up, looks
+ * at the word alone, not at the ports (16384 on a GPU); every SRV_IDLE_SWEEP_EVERY_NS it clears
+ * and sweeps again.  Returns true when a call came (served by a sweep, or the word set): hot
+ * again; false when a ring, a drain request, a stop or the end of the kernels woke it. */
+static bool sleep_for_device(struct srv_thread *t, struct srv_idle *idle, uint32_t seq,
+                             uint32_t want, uint64_t slice_ns)
+{
+    struct tether_rpc_server *srv = t->srv;
+    for (;;) {
+        atomic_exchange(srv->device_bell, 0); /* a full barrier: the sweep reads after it */
+        uint32_t progress = 0;
+        srv_handle(srv, 0, &progress);
+        atomic_fetch_add(&srv->st_idle_sweeps, 1);
+        if (progress != 0)
+            return true;
+        for (uint64_t slept = 0; slept < SRV_IDLE_SWEEP_EVERY_NS;) {
+            sleep_on_bell(srv, seq, slice_ns);
+            slept += slice_ns;
+            if (atomic_load_explicit(srv->device_bell, memory_order_relaxed) != 0)
+                return true;
+            if (atomic_load_explicit(&srv->bell.seq, memory_order_relaxed) != seq ||
+                atomic_load_explicit(&t->drain_req, memory_order_relaxed) != want ||
+                atomic_load_explicit(&t->stop, memory_order_relaxed) ||
+                atomic_load_explicit(&srv->kernels, memory_order_relaxed) == 0 ||
+                srv_idle_next(idle, &slice_ns) != SRV_IDLE_SLEEP)
+                return false;
+        }
+    }
+}
+
 static void *thread_main(void *arg)
 {
     struct srv_thread *t = arg;
@@ -403,6 +436,12 @@ static void *thread_main(void *arg)
                 srv_idle_reset(&idle);
             break;
         case SRV_IDLE_SLEEP:
+            if (srv->device_bell != NULL) {
+                if (sleep_for_device(t, &idle, seq, want, slice_ns))
+                    srv_idle_reset(&idle);
+                woke = true;
+                break;
+            }
             /* Host clients ring for every call: with none in flight, sleep until one does. */
             if (srv->config.host_client &&
                 atomic_load_explicit(&srv->in_flight, memory_order_relaxed) == 0)
