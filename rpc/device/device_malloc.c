@@ -346,16 +346,23 @@ static uint64_t slab_take(struct dev_block_hdr *s)
         dev_fetch_add32(&s->nfree, 1);
         return 0;
     }
-    /* A block is reserved for us: some bit is clear and stays ours to take. */
+    /* A block is reserved for us: some bit is clear and stays ours to take.  Concurrent callers
+     * start at different words and bits (by caller id): on a GPU the lanes of a warp that aim
+     * at one bit take turns, each losing lane a round trip to memory. */
     uint32_t words = slab_words(s);
-    uint32_t w = dev_load_relaxed32(&s->hint) % words;
+    uint32_t id = dev_caller_id();
+    uint32_t start = (dev_load_relaxed32(&s->hint) + id) % words, w = start;
+    uint32_t rot = (id / 32u) % 32u;
     for (;;) {
         uint32_t bits = dev_load_relaxed32(&slab_bitmap(s)[w]);
         while (bits != 0xffffffffu) {
-            uint32_t bit = (uint32_t)__builtin_ctz(~bits);
+            uint32_t clear = ~bits;
+            clear = (clear >> rot) | (clear << ((32u - rot) % 32u));
+            uint32_t bit = ((uint32_t)__builtin_ctz(clear) + rot) % 32u;
             uint32_t old = dev_fetch_or32(&slab_bitmap(s)[w], 1u << bit);
             if ((old & (1u << bit)) == 0) {
-                dev_store_relaxed32(&s->hint, w);
+                if (w != start)
+                    dev_store_relaxed32(&s->hint, w);
                 return (uint64_t)(uintptr_t)s + s->first + (uint64_t)(w * 32 + bit) * s->block;
             }
             bits = old | (1u << bit);
