@@ -376,7 +376,7 @@ enum srv_idle_phase { SRV_IDLE_HOT, SRV_IDLE_RELAX, SRV_IDLE_SLEEP };
  * fence between them); a set word sends the thread back to its hot rounds, which see the flag.
  * A sleeping thread sweeps every port at least this often all the same, so a call is never left
  * waiting on a word it did not set. */
-#define SRV_IDLE_SWEEP_EVERY_NS 2000000u
+#define SRV_IDLE_SWEEP_EVERY_NS 10000000u
 
 struct srv_idle {
     enum tether_wait_mode mode;
