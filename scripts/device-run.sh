@@ -197,22 +197,30 @@ if want tether; then
     rpc_progs=()
     [ -x "$work/bin/omp-rpc/rpc" ] && rpc_progs+=("$work/bin/omp-rpc/rpc")
     bench "$out/tether.txt" tether_runner "${omp_progs[@]}" "${rpc_progs[@]}"
-    # The round trip and its baseline each move by 10-20% from one run to the next (the raw
-    # ping-pong between 1.6 and 2.0 us on one machine): 5 rounds, each the raw ping-pong then
-    # tether's call, and the median of each as "pingpong_median" beside the single runs.
-    if [ ${#rpc_progs[@]} -gt 0 ] && [ -x "$work/bin/native/pingpong" ]; then
-      say "round trip: 5 alternating rounds of the raw ping-pong and tether's call"
-      : >"$work/rounds.txt"
+    # The round trip, printf and malloc move by 10-50% from one run to the next (the raw
+    # ping-pong between 1.6 and 2.0 us on one machine, tether's printf rate between 1.2 and 3.3 M
+    # lines/s): 5 rounds, each CUDA's program then tether's, and the median of each as
+    # "<figure>_median" beside the single runs.
+    alternate() { # FIGURE UNIT NATIVE TETHER
+      local fig=$1 unit=$2 native=$3 prog=$4 r n t
+      [ -x "$native" ] && [ -x "$prog" ] || return 0
+      say "$fig: 5 alternating rounds of CUDA's program and tether's"
+      : >"$work/rounds-$fig.txt"
       for r in 1 2 3 4 5; do
-        n=$(timeout "$limit" "$work/bin/native/pingpong" | sed -n 's/^fig pingpong \([0-9.]*\).*/\1/p')
-        t=$(omp_run plugins-tether "${rpc_progs[0]}" | sed -n 's/^fig pingpong \([0-9.]*\).*/\1/p')
-        [ -n "$n" ] && [ -n "$t" ] || fail "round trip round $r"
-        echo "round $r: raw $n us, tether $t us" | tee -a "$work/rounds.txt"
+        n=$(timeout "$limit" "$native" | sed -n "s/^fig $fig \([0-9.e+]*\).*/\1/p")
+        t=$(omp_run plugins-tether "$prog" 2>/dev/null | sed -n "s/^fig $fig \([0-9.e+]*\).*/\1/p")
+        [ -n "$n" ] && [ -n "$t" ] || fail "$fig round $r"
+        echo "round $r: native $n $unit, tether $t $unit" | tee -a "$work/rounds-$fig.txt"
       done
-      median() { sed -n "s/.*$1 \([0-9.]*\) us.*/\1/p" "$work/rounds.txt" | sort -n | sed -n 3p; }
-      [ -f "$out/native.txt" ] && echo "fig pingpong_median $(median raw) us" >>"$out/native.txt"
-      echo "fig pingpong_median $(median tether) us" >>"$out/tether.txt"
+      median() { sed -n "s/.*$1 \([0-9.e+]*\) .*/\1/p" "$work/rounds-$fig.txt" | sed 's/,$//' | sort -g | sed -n 3p; }
+      [ -f "$out/native.txt" ] && echo "fig ${fig}_median $(median native) $unit" >>"$out/native.txt"
+      echo "fig ${fig}_median $(median tether) $unit" >>"$out/tether.txt"
+    }
+    if [ ${#rpc_progs[@]} -gt 0 ]; then
+      alternate pingpong us "$work/bin/native/pingpong" "${rpc_progs[0]}"
     fi
+    alternate printf_rate Mlines/s "$work/bin/native/printf" "$work/bin/omp-rpc/printf"
+    alternate malloc_free Mpairs/s "$work/bin/native/malloc" "$work/bin/omp-rpc/malloc"
     # How host threads wait matters for latency: LLVM 16 forces blocking sync, tether's default
     # polls first (step wait).  The same launch benchmark with tether's waits always blocking:
     if [ -x "$work/bin/omp/launch" ]; then

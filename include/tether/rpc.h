@@ -22,9 +22,10 @@
  *   4. tether_rpc_server_start(server, &thread_config, &err),
  *   5. tether_rpc_server_kernel_started(server) before each launch of that
  *      device, tether_rpc_server_kernel_finished(server) once the kernel
- *      completed (it returns after every call the kernel made was served and
- *      its output written, so host output after a target region follows the
- *      region's output),
+ *      completed (it serves on the calling thread what the kernel left and
+ *      returns after every call the kernel made was served and its output
+ *      written, so host output after a target region follows the region's
+ *      output),
  *   6. tether_rpc_server_destroy(server) at device shutdown (stops the
  *      thread, releases device memory the device still holds, frees the
  *      shared memory).
@@ -222,8 +223,9 @@ tether_status_t tether_rpc_server_start(tether_rpc_server_t *server,
                                         struct tether_error *err);
 
 /* A kernel of this device is about to run / has completed.  Counted: calls
- * must pair.  kernel_finished returns once every call issued before it was
- * served and all output written (without a thread it serves them itself). */
+ * must pair.  kernel_finished serves, on the calling thread, the calls still
+ * on the ports and returns once every call issued before it was served and
+ * all output written. */
 void tether_rpc_server_kernel_started(tether_rpc_server_t *server);
 void tether_rpc_server_kernel_finished(tether_rpc_server_t *server);
 
@@ -240,9 +242,9 @@ tether_rpc_server_t *tether_rpc_server_current(void);
 /*
  * fork() copies only the calling thread.  In the child every server of this library is marked
  * forked (one atomic load tells): its thread and the calls in flight of the parent's other
- * threads did not come along.  Until it is reset, kernel_finished serves the calls itself and
- * destroy neither joins the thread nor serves the parent's calls.  (A fork inside a user handler
- * leaves that handler's server as it is: the child's one thread is its server thread.)
+ * threads did not come along.  Until it is reset, destroy neither joins the thread nor serves
+ * the parent's calls.  (A fork inside a user handler leaves that handler's server as it is: the
+ * child's one thread is its server thread.)
  */
 bool tether_rpc_server_forked(tether_rpc_server_t *server);
 

@@ -8,7 +8,7 @@
  * another.
  *
  * Waiting for calls (TETHER_WAIT; every sleep is a futex wait on srv->bell.seq, which
- * kernel_started/finished, notify and host clients' doorbells bump):
+ * kernel_started, notify and host clients' doorbells bump):
  *   no kernel runs        sleep until rung (a 50 ms safety poll), whatever the mode
  *   a kernel runs         adaptive (default): stay hot while calls come (sweep, and between
  *                         sweeps watch the ports of the last calls), and after a round without
@@ -47,7 +47,7 @@
  * depending on the processor (16 ns on the H200 machines, where 64 polls were 2 us, less than a
  * device thread's 2.5 us from one call to the next, so its next call often came during a
  * sweep).  Calls on other ports wait at most this much longer; a host client's doorbell, a
- * drain request or a stop ends the watch at once.  The clock is read every THREAD_HOT_CHECK
+ * stop ends the watch at once.  The clock is read every THREAD_HOT_CHECK
  * polls. */
 #define THREAD_HOT_NS 8000u
 #define THREAD_HOT_CHECK 16u
@@ -66,8 +66,6 @@ struct srv_thread {
     struct tether_rpc_server *srv;
     struct tether_rpc_thread_config config;
     _Atomic bool stop;
-    _Atomic uint32_t drain_req;  /* bumped by kernel_finished */
-    _Atomic uint32_t drain_done; /* drain_req value the thread has served */
     /* start-up handshake */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -306,9 +304,9 @@ static void serve_until_quiet(struct tether_rpc_server *srv)
 /* Between two sweeps: watches the hot ports (srv_hot_waiting) with a pause between polls for up
  * to THREAD_HOT_NS, and serves a call found there at once (srv_serve_hot).  `hot`: the thread is
  * hot, so fire-and-forget traffic (SRV_HOT_SWEEP) ends the watch at once for the next sweep.  A
- * ring of the doorbell (seq moved), a drain request or a stop end it too.  Returns true when it
+ * ring of the doorbell (seq moved) or a stop ends it too.  Returns true when it
  * served a call. */
-static bool watch_hot_ports(struct srv_thread *t, bool hot, uint32_t seq, uint32_t want)
+static bool watch_hot_ports(struct srv_thread *t, bool hot, uint32_t seq)
 {
     struct tether_rpc_server *srv = t->srv;
     uint64_t until = now_ns() + THREAD_HOT_NS;
@@ -328,7 +326,6 @@ static bool watch_hot_ports(struct srv_thread *t, bool hot, uint32_t seq, uint32
             return false;
         }
         if (atomic_load_explicit(&srv->bell.seq, memory_order_relaxed) != seq ||
-            atomic_load_explicit(&t->drain_req, memory_order_relaxed) != want ||
             atomic_load_explicit(&t->stop, memory_order_relaxed))
             return false;
     }
@@ -349,9 +346,9 @@ static void sleep_on_bell(struct tether_rpc_server *srv, uint32_t seq, uint64_t 
  * calls made before the clear), then sleeps in the back-off's slices and, at each wake-up, looks
  * at the word alone, not at the ports (16384 on a GPU); every SRV_IDLE_SWEEP_EVERY_NS it clears
  * and sweeps again.  Returns true when a call came (served by a sweep, or the word set): hot
- * again; false when a ring, a drain request, a stop or the end of the kernels woke it. */
+ * again; false when a ring, a stop or the end of the kernels woke it. */
 static bool sleep_for_device(struct srv_thread *t, struct srv_idle *idle, uint32_t seq,
-                             uint32_t want, uint64_t slice_ns)
+                             uint64_t slice_ns)
 {
     struct tether_rpc_server *srv = t->srv;
     for (;;) {
@@ -367,7 +364,6 @@ static bool sleep_for_device(struct srv_thread *t, struct srv_idle *idle, uint32
             if (atomic_load_explicit(srv->device_bell, memory_order_relaxed) != 0)
                 return true;
             if (atomic_load_explicit(&srv->bell.seq, memory_order_relaxed) != seq ||
-                atomic_load_explicit(&t->drain_req, memory_order_relaxed) != want ||
                 atomic_load_explicit(&t->stop, memory_order_relaxed) ||
                 atomic_load_explicit(&srv->kernels, memory_order_relaxed) == 0 ||
                 srv_idle_next(idle, &slice_ns) != SRV_IDLE_SLEEP)
@@ -402,17 +398,9 @@ static void *thread_main(void *arg)
     bool woke = true; /* just started or slept: the next sweep covers every port */
     while (!atomic_load(&t->stop)) {
         uint32_t seq = atomic_load(&srv->bell.seq);
-        uint32_t want = atomic_load(&t->drain_req);
         if (seq != rung) {
             srv_idle_reset(&idle); /* a kernel started, notify, a host client's call */
             rung = seq;
-        }
-        if (want != atomic_load(&t->drain_done)) {
-            serve_until_quiet(srv);
-            atomic_store(&t->drain_done, want);
-            futex_wake_all(&t->drain_done);
-            srv_idle_reset(&idle);
-            continue;
         }
         uint32_t progress = 0;
         bool slice = !woke && atomic_load_explicit(&srv->hot_answered, memory_order_relaxed);
@@ -432,12 +420,12 @@ static void *thread_main(void *arg)
         switch (phase) {
         case SRV_IDLE_HOT:
         case SRV_IDLE_RELAX:
-            if (watch_hot_ports(t, phase == SRV_IDLE_HOT, seq, want))
+            if (watch_hot_ports(t, phase == SRV_IDLE_HOT, seq))
                 srv_idle_reset(&idle);
             break;
         case SRV_IDLE_SLEEP:
             if (srv->device_bell != NULL) {
-                if (sleep_for_device(t, &idle, seq, want, slice_ns))
+                if (sleep_for_device(t, &idle, seq, slice_ns))
                     srv_idle_reset(&idle);
                 woke = true;
                 break;
@@ -481,8 +469,6 @@ tether_status_t tether_rpc_server_start(tether_rpc_server_t *srv,
     placement_plan(t);
     t->config.pci_bus_id = NULL;
     atomic_init(&t->stop, false);
-    atomic_init(&t->drain_req, 0);
-    atomic_init(&t->drain_done, 0);
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
 
@@ -565,19 +551,10 @@ void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
     uint32_t old = atomic_load(&srv->kernels);
     while (old != 0 && !atomic_compare_exchange_weak(&srv->kernels, &old, old - 1))
         ;
-    struct srv_thread *t = srv->thread;
-    if (t == NULL || atomic_load_explicit(&srv->forked, memory_order_relaxed)) {
-        serve_until_quiet(srv); /* no thread (in a fork child: not yet restarted) */
-    } else {
-        uint32_t want = atomic_fetch_add(&t->drain_req, 1) + 1;
-        bell_ring(srv);
-        for (;;) {
-            uint32_t done = atomic_load(&t->drain_done);
-            if ((int32_t)(done - want) >= 0)
-                break;
-            futex_wait(&t->drain_done, done, NULL);
-        }
-    }
+    /* The kernel made its last calls before it completed: serve them here, on the caller's
+     * thread (handle_lock keeps it and the server thread apart), rather than ring the thread
+     * and sleep until it says it is done, two thread wake-ups per kernel. */
+    serve_until_quiet(srv);
     if (atomic_load(&srv->kernels) == 0)
         srv_heap_flush_deferred(srv);
 }
