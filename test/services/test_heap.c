@@ -21,7 +21,7 @@
 
 #include "../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
-#include "svc_shared_mem.h"
+#include "../rpc/server/svc_shared_mem.h"
 #include "tcheck.h"
 
 extern struct tether_rpc_device_client __tether_rpc_client;

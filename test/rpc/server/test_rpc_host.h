@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host.h - what the files of test_rpc_host share: the rig (a server with
+ * test/rpc/server/test_rpc_host.h - what the files of test_rpc_host share: the rig (a server with
  * the device library's global client attached, fake device memory) and one entry point per case;
  * every file checks with tcheck.h (CHECKF: a check with a message).
  *
@@ -21,8 +21,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../rpc/device/device_internal.h"
-#include "../../rpc/server/rpc_internal.h"
+#include "../../../rpc/device/device_internal.h"
+#include "../../../rpc/server/rpc_internal.h"
 #include "tcheck.h"
 #include "tether/rpc.h"
 

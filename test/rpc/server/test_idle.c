@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_idle.c - the server thread's back-off (struct srv_idle, rpc_internal.h), by
+ * test/rpc/server/test_idle.c - the server thread's back-off (struct srv_idle, rpc_internal.h), by
  * counts of rounds that found no call: adaptive stays hot, then polls with a pause, then sleeps
  * in slices that grow to the longest and stay there; a call (a reset) makes it hot again at any
  * point; spin never sleeps; block sleeps at once.  And TETHER_WAIT's words (one parser for the
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../rpc/server/rpc_internal.h"
+#include "../../../rpc/server/rpc_internal.h"
 #include "tcheck.h"
 
 static const char *phase_name(enum srv_idle_phase p)

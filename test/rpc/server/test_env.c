@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_env.c - the one rule every environment knob follows (rpc/server/rpc_env.h):
+ * test/rpc/server/test_env.c - the one rule every environment knob follows (rpc/server/rpc_env.h):
  * what is a number, a boolean, a choice; that a bad value gives the default and exactly one
  * warning per knob naming the knob, the value and what is used; LLVM's name of a knob against
  * tether's; the record of warned knobs when it is full.
@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../rpc/server/rpc_env.h"
+#include "../../../rpc/server/rpc_env.h"
 #include "tcheck.h"
 
 /* ---- stderr capture ------------------------------------------------------------------------ */

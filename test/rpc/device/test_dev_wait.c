@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../rpc/device/device_wait.h"
+#include "../../../rpc/device/device_wait.h"
 #include "tcheck.h"
 
 #define RTT 2600u /* a poll that finds the answer at once */
