@@ -25,7 +25,7 @@
  * A port's wait state, 16 bits kept by the device library (device_nvptx.h): bits 0..8 E in units
  * (at most DEV_WAIT_MAX, about 2 us: a slow handler costs at most that much more than polling at
  * once), bits 9..15 the port's fastest first poll in units of DEV_RTT_UNIT cycles (0: none yet).
- * Plain C, so that test/services/test_dev_wait.c checks the rule on the host.
+ * Plain C, so that test/rpc/device/test_dev_wait.c checks the rule on the host.
  */
 #ifndef TETHER_DEVICE_WAIT_H
 #define TETHER_DEVICE_WAIT_H

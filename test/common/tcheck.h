@@ -8,6 +8,8 @@
  *   CHECK_EQ(a, b)           two integers are equal; both values are printed
  *   CHECK_RC(expr, want)     a tether_status_t is the one expected; both names are printed
  *   CHECK_MSG(msg, frag...)  the message contains every fragment (one or more)
+ *   CHECKF(cond, fmt, ...)   the condition holds; on failure a printf-style message follows it
+ *                            (the values that explain the failure), evaluated only then
  * Record a failure and end the process at once (exit 1), for a check that later code relies on
  * (a pointer about to be used, a set-up step):
  *   REQUIRE(cond)            REQUIRE_RC(expr, want)
@@ -51,6 +53,16 @@ static inline __attribute__((format(printf, 4, 5))) int tcheck_note(int ok, cons
 }
 
 #define CHECK(cond) ((void)tcheck_note(!!(cond), __FILE__, __LINE__, "CHECK failed: %s", #cond))
+
+/* On failure "file:line: CHECK failed: <cond>", then the message on the next line. */
+#define CHECKF(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!tcheck_note(!!(cond), __FILE__, __LINE__, "CHECK failed: %s", #cond)) {               \
+            fputs("  ", stderr);                                                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
 
 #define CHECK_EQ(a, b)                                                                             \
     do {                                                                                           \

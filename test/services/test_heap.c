@@ -21,8 +21,8 @@
 
 #include "../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
-#include "svc_shared_mem.h"
-#include "svc_test.h"
+#include "../rpc/server/svc_shared_mem.h"
+#include "tcheck.h"
 
 extern struct tether_rpc_device_client __tether_rpc_client;
 
@@ -92,10 +92,10 @@ static void rig_up(struct rig *rig, size_t heap_limit)
     unsigned char buf[sizeof(struct tether_rpc_device_client)];
     st = tether_rpc_server_client_bytes(rig->srv, (uint64_t)(uintptr_t)&__tether_rpc_client, buf,
                                         sizeof buf);
-    CHECK(st == TETHER_OK, "client_bytes: %s", tether_status_str(st));
+    CHECKF(st == TETHER_OK, "client_bytes: %s", tether_status_str(st));
     memcpy(&__tether_rpc_client, buf, sizeof buf);
     st = tether_rpc_server_start(rig->srv, NULL, &err);
-    CHECK(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
+    CHECKF(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
     tether_rpc_server_kernel_started(rig->srv);
 }
 
@@ -119,14 +119,14 @@ static char *rig_err(struct rig *rig)
 static void rig_down(struct rig *rig)
 {
     char *rest = rig_err(rig);
-    CHECK(rest[0] == '\0', "unexpected diagnostics: %.600s", rest);
+    CHECKF(rest[0] == '\0', "unexpected diagnostics: %.600s", rest);
     free(rest);
     tether_rpc_server_kernel_finished(rig->srv);
     tether_rpc_server_destroy(rig->srv);
     memset(&__tether_rpc_client, 0, sizeof __tether_rpc_client);
     fclose(rig->err);
-    CHECK(atomic_load(&dev_live) == 0, "%ld device blocks still held after destroy",
-          atomic_load(&dev_live));
+    CHECKF(atomic_load(&dev_live) == 0, "%ld device blocks still held after destroy",
+           atomic_load(&dev_live));
 }
 
 /* Lines of text that contain every one of the (up to two) needles. */
@@ -153,10 +153,10 @@ static void expect_report(struct rig *rig, const void *ptr, const char *why, int
     char needle[64];
     snprintf(needle, sizeof needle, "tether: free(%p): ", ptr);
     int n = count_lines(text, needle, why);
-    CHECK(n == want, "%s: %d lines '%s...%s' (want %d); err: %.500s", what, n, needle, why, want,
-          text);
+    CHECKF(n == want, "%s: %d lines '%s...%s' (want %d); err: %.500s", what, n, needle, why, want,
+           text);
     int lines = count_lines(text, "", NULL);
-    CHECK(lines == want, "%s: %d diagnostic lines, want %d: %.500s", what, lines, want, text);
+    CHECKF(lines == want, "%s: %d diagnostic lines, want %d: %.500s", what, lines, want, text);
     free(text);
 }
 
@@ -235,14 +235,14 @@ static void check_not_handed_twice(const struct size_case *c, const unsigned cha
 {
     unsigned char *a = alloc_case(c);
     unsigned char *b = alloc_case(c);
-    CHECK(a != NULL && b != NULL, "%s, %s: allocations after it failed", c->name, what);
+    CHECKF(a != NULL && b != NULL, "%s, %s: allocations after it failed", c->name, what);
     if (a != NULL && b != NULL) {
-        CHECK(!overlaps(a, c->size, b, c->size), "%s, %s: %p handed out twice", c->name, what,
-              (void *)a);
-        CHECK(live == NULL ||
-                  (!overlaps(a, c->size, live, c->size) && !overlaps(b, c->size, live, c->size)),
-              "%s, %s: a live block (%p) handed out again (%p, %p)", c->name, what,
-              (const void *)live, (void *)a, (void *)b);
+        CHECKF(!overlaps(a, c->size, b, c->size), "%s, %s: %p handed out twice", c->name, what,
+               (void *)a);
+        CHECKF(live == NULL ||
+                   (!overlaps(a, c->size, live, c->size) && !overlaps(b, c->size, live, c->size)),
+               "%s, %s: a live block (%p) handed out again (%p, %p)", c->name, what,
+               (const void *)live, (void *)a, (void *)b);
     }
     tether_device_free(a);
     tether_device_free(b);
@@ -273,21 +273,21 @@ static void test_double_free(void)
     for (int i = 0; i < NSIZES; i++) {
         const struct size_case *c = &sizes[i];
         unsigned char *p = alloc_case(c);
-        CHECK(p != NULL, "%s: allocation", c->name);
+        CHECKF(p != NULL, "%s: allocation", c->name);
         if (p == NULL)
             continue;
         fill(p, c->size, 7);
         tether_device_free(p);
         tether_device_free(p);
         expect_report(&rig, p, "double free", 1, c->name);
-        CHECK(tether_device_usable_size(p) == 0, "%s: a freed block has usable bytes", c->name);
+        CHECKF(tether_device_usable_size(p) == 0, "%s: a freed block has usable bytes", c->name);
         check_not_handed_twice(c, NULL, "after a double free");
         expect_report(&rig, p, "double free", 0, c->name);
 
         /* Eight threads free one block at once: one free, seven reports. */
         enum { RACERS = 8 };
         p = alloc_case(c);
-        CHECK(p != NULL, "%s: allocation", c->name);
+        CHECKF(p != NULL, "%s: allocation", c->name);
         if (p == NULL)
             continue;
         atomic_int ready = 0;
@@ -315,7 +315,7 @@ static void bad_free(struct rig *rig, const struct size_case *c, unsigned char *
     tether_device_free(bad);
     expect_report(rig, bad, why, 1, label);
     if (live != NULL)
-        CHECK(intact(live, c->size, 11), "%s: the live block's data changed", label);
+        CHECKF(intact(live, c->size, 11), "%s: the live block's data changed", label);
     check_not_handed_twice(c, live, label);
 }
 
@@ -326,14 +326,14 @@ static void test_invalid_free(void)
     for (int i = 0; i < NSIZES; i++) {
         const struct size_case *c = &sizes[i];
         unsigned char *p = alloc_case(c);
-        CHECK(p != NULL, "%s: allocation", c->name);
+        CHECKF(p != NULL, "%s: allocation", c->name);
         if (p == NULL)
             continue;
         fill(p, c->size, 11);
-        CHECK(tether_device_usable_size(p) >= c->size && tether_device_usable_size(p + 16) == 0,
-              "%s: usable bytes %llu at p, %llu at p + 16", c->name,
-              (unsigned long long)tether_device_usable_size(p),
-              (unsigned long long)tether_device_usable_size(p + 16));
+        CHECKF(tether_device_usable_size(p) >= c->size && tether_device_usable_size(p + 16) == 0,
+               "%s: usable bytes %llu at p, %llu at p + 16", c->name,
+               (unsigned long long)tether_device_usable_size(p),
+               (unsigned long long)tether_device_usable_size(p + 16));
         bad_free(&rig, c, p, p + 1, "not the start of a block", "p + 1");
         bad_free(&rig, c, p, p + 16, "not the start of a block", "p + 16");
         bad_free(&rig, c, p, p - 16, "", "p - 16");
@@ -343,7 +343,7 @@ static void test_invalid_free(void)
             bad_free(&rig, c, p, p + (2u << 20), "not the start of a block", "p + 2 MiB");
         bad_free(&rig, c, p, p + c->size - 1, "not the start of a block", "the last byte");
         /* The block is still whole and frees normally. */
-        CHECK(intact(p, c->size, 11), "%s: data after the bad frees", c->name);
+        CHECKF(intact(p, c->size, 11), "%s: data after the bad frees", c->name);
         tether_device_free(p);
         expect_report(&rig, p, "", 0, c->name);
         /* Pointers into the freed block. */
@@ -376,29 +376,29 @@ static void test_many_large(void)
             b[i][0] = (unsigned char)(i + round);
             b[i][n - 1] = (unsigned char)(i * 3 + round);
         }
-        CHECK(got == N, "round %d: %d of %d live blocks of 1 MiB + 1", round, got, N);
+        CHECKF(got == N, "round %d: %d of %d live blocks of 1 MiB + 1", round, got, N);
         int bad = 0;
         for (int i = 0; i < N; i++)
             if (b[i] != NULL && (b[i][0] != (unsigned char)(i + round) ||
                                  b[i][n - 1] != (unsigned char)(i * 3 + round)))
                 bad++;
-        CHECK(bad == 0, "round %d: %d blocks overwritten by others", round, bad);
+        CHECKF(bad == 0, "round %d: %d blocks overwritten by others", round, bad);
         /* Interleave small and medium frees with the large ones: every lookup still works. */
         for (int i = 0; i < N; i++) {
             void *s = tether_device_malloc((size_t)(i % 3 == 0 ? 40 : 40000));
-            CHECK(s != NULL, "small/medium block among %d large ones", N);
+            CHECKF(s != NULL, "small/medium block among %d large ones", N);
             tether_device_free(s);
             tether_device_free(b[i]);
         }
     }
     struct tether_rpc_stats st;
     tether_rpc_server_stats(rig.srv, &st);
-    CHECK(st.heap_chunks < N + N / 4,
-          "the second round reused the first's blocks: %llu host "
-          "allocations for %d blocks",
-          (unsigned long long)st.heap_chunks, N);
+    CHECKF(st.heap_chunks < N + N / 4,
+           "the second round reused the first's blocks: %llu host "
+           "allocations for %d blocks",
+           (unsigned long long)st.heap_chunks, N);
     char *text = rig_err(&rig);
-    CHECK(text[0] == '\0', "diagnostics: %.400s", text);
+    CHECKF(text[0] == '\0', "diagnostics: %.400s", text);
     free(text);
     free(b);
     rig_down(&rig);
@@ -418,12 +418,12 @@ static void test_refusal_limit(void)
         got += b[i] != NULL;
         nulls += b[i] == NULL;
     }
-    CHECK(got > 0 && nulls > 10, "heap_limit: %d blocks of 3 MiB granted, %d refused", got, nulls);
+    CHECKF(got > 0 && nulls > 10, "heap_limit: %d blocks of 3 MiB granted, %d refused", got, nulls);
     char *text = rig_err(&rig);
     printf("said: %s", text);
-    CHECK(count_lines(text, "heap_limit", NULL) == 1,
-          "heap_limit refusals: want one line naming heap_limit, got: %.600s", text);
-    CHECK(count_lines(text, "", NULL) == 1, "one diagnostic line in all: %.600s", text);
+    CHECKF(count_lines(text, "heap_limit", NULL) == 1,
+           "heap_limit refusals: want one line naming heap_limit, got: %.600s", text);
+    CHECKF(count_lines(text, "", NULL) == 1, "one diagnostic line in all: %.600s", text);
     free(text);
     for (int i = 0; i < 64; i++)
         tether_device_free(b[i]);
@@ -451,13 +451,14 @@ static void test_refusal_device(void)
         if (p == NULL)
             nulls++;
     }
-    CHECK(got > 0 && nulls > 10, "out of device memory: %d blocks granted, %d refused", got, nulls);
+    CHECKF(got > 0 && nulls > 10, "out of device memory: %d blocks granted, %d refused", got,
+           nulls);
     text = rig_err(&rig);
     printf("said: %s", text);
-    CHECK(count_lines(text, "device_alloc", "out of memory") == 1,
-          "device_alloc failures: want one line naming device_alloc and its status, got: %.600s",
-          text);
-    CHECK(count_lines(text, "", NULL) == 1, "one diagnostic line in all: %.600s", text);
+    CHECKF(count_lines(text, "device_alloc", "out of memory") == 1,
+           "device_alloc failures: want one line naming device_alloc and its status, got: %.600s",
+           text);
+    CHECKF(count_lines(text, "", NULL) == 1, "one diagnostic line in all: %.600s", text);
     free(text);
     dev_budget = 0;
     for (int i = 0; i < 64; i++)
@@ -465,12 +466,12 @@ static void test_refusal_device(void)
 
     /* More than the heap can ever make: said once by the device. */
     for (int i = 0; i < 5; i++)
-        CHECK(tether_device_malloc(1ull << 50) == NULL, "malloc(2^50)");
+        CHECKF(tether_device_malloc(1ull << 50) == NULL, "malloc(2^50)");
     text = rig_err(&rig);
     printf("said: %s", text);
-    CHECK(count_lines(text, "tether: malloc(", "larger than") == 1,
-          "malloc(2^50): want one line saying it is too large, got: %.600s", text);
-    CHECK(count_lines(text, "", NULL) == 1, "one diagnostic line in all: %.600s", text);
+    CHECKF(count_lines(text, "tether: malloc(", "larger than") == 1,
+           "malloc(2^50): want one line saying it is too large, got: %.600s", text);
+    CHECKF(count_lines(text, "", NULL) == 1, "one diagnostic line in all: %.600s", text);
     free(text);
     rig_down(&rig);
 }
@@ -494,31 +495,31 @@ static void test_align(void)
             unsigned char *p = tether_device_aligned_alloc(align, n);
             live[k][j].p = p;
             live[k][j].n = n;
-            CHECK(p != NULL, "aligned_alloc(2^%d, %zu)", k, n);
+            CHECKF(p != NULL, "aligned_alloc(2^%d, %zu)", k, n);
             if (p == NULL)
                 continue;
-            CHECK(((uintptr_t)p & (align - 1)) == 0, "aligned_alloc(2^%d, %zu) = %p", k, n,
-                  (void *)p);
+            CHECKF(((uintptr_t)p & (align - 1)) == 0, "aligned_alloc(2^%d, %zu) = %p", k, n,
+                   (void *)p);
             uint64_t usable = tether_device_usable_size(p);
             /* At most the rounding of a span (a power of two of 64 KiB units) or a large class
              * (a quarter) of the size and alignment. */
-            CHECK(usable >= n && usable <= 2 * (n + align + 64) + 65536,
-                  "aligned_alloc(2^%d, %zu): %llu bytes usable", k, n, (unsigned long long)usable);
+            CHECKF(usable >= n && usable <= 2 * (n + align + 64) + 65536,
+                   "aligned_alloc(2^%d, %zu): %llu bytes usable", k, n, (unsigned long long)usable);
             fill(p, n, (unsigned)(k * 5 + j));
         }
     }
     for (int k = 0; k <= KMAX; k++)
         for (int j = 0; j < NSZ; j++)
             if (live[k][j].p != NULL)
-                CHECK(intact(live[k][j].p, live[k][j].n, (unsigned)(k * 5 + j)),
-                      "aligned block 2^%d x %zu overwritten", k, live[k][j].n);
+                CHECKF(intact(live[k][j].p, live[k][j].n, (unsigned)(k * 5 + j)),
+                       "aligned block 2^%d x %zu overwritten", k, live[k][j].n);
     for (int k = 0; k <= KMAX; k++)
         for (int j = 0; j < NSZ; j++)
             tether_device_free(live[k][j].p);
     /* Not a power of two (or zero): no block, and nothing else happens. */
     size_t bad[] = {0, 3, 24, 48, (2u << 20) + 4096, (size_t)1 << 63 | 1};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK(tether_device_aligned_alloc(bad[i], 64) == NULL, "aligned_alloc(%zu, 64)", bad[i]);
+        CHECKF(tether_device_aligned_alloc(bad[i], 64) == NULL, "aligned_alloc(%zu, 64)", bad[i]);
     rig_down(&rig);
 }
 
@@ -598,9 +599,9 @@ static void test_mixed(void)
     }
     for (int t = 0; t < THREADS; t++)
         pthread_join(tid[t], NULL);
-    CHECK(atomic_load(&failures) == 0,
-          "%d failures (NULL, misaligned or overwritten) with %d threads", atomic_load(&failures),
-          THREADS);
+    CHECKF(atomic_load(&failures) == 0,
+           "%d failures (NULL, misaligned or overwritten) with %d threads", atomic_load(&failures),
+           THREADS);
     rig_down(&rig);
 }
 
@@ -628,5 +629,5 @@ int main(int argc, char **argv)
                 "double-free|invalid-free|many-large|refusal-limit|refusal-device|align|mixed\n");
         return 2;
     }
-    return svc_test_exit(c);
+    return tcheck_exit(c);
 }

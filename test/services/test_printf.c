@@ -29,7 +29,7 @@
 #include "../../rpc/device/device_internal.h"
 #include "../../rpc/printf_scan.h"
 #include "../../rpc/server/rpc_printf.h"
-#include "svc_test.h"
+#include "tcheck.h"
 
 /* ---- the call layer of the device library, for its printf ------------------------------- */
 
@@ -59,7 +59,7 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
     (void)status_p;
     if (layer.detached)
         return false;
-    CHECK(opcode == TETHER_RPC_OP_PRINTF && !answer, "call %u answer %d", opcode, answer);
+    CHECKF(opcode == TETHER_RPC_OP_PRINTF && !answer, "call %u answer %d", opcode, answer);
     size_t len = 0;
     for (uint32_t i = 0; i < niov; i++)
         len += iov[i].len & ~DEV_IOV_PRINTF_STRS;
@@ -82,7 +82,7 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
     layer.len = len;
     memcpy(&layer.hdr, msg, len < sizeof layer.hdr ? len : sizeof layer.hdr);
     tether_status_t st = rpc_printf_format_msg(&layer.text, msg, len, NULL, NULL, &layer.nconv);
-    CHECK(st == TETHER_OK, "format_msg: status %d", (int)st);
+    CHECKF(st == TETHER_OK, "format_msg: status %d", (int)st);
     free(msg);
     return true;
 }
@@ -117,16 +117,16 @@ static void check_va(int line, const char *fmt, va_list ap)
     va_copy(aq, ap);
     int n = vsnprintf(expect, sizeof expect, fmt, aq);
     va_end(aq);
-    CHECK(n >= 0 && (size_t)n < sizeof expect, "line %d: host printf gave %d", line, n);
+    CHECKF(n >= 0 && (size_t)n < sizeof expect, "line %d: host printf gave %d", line, n);
     if (n < 0 || (size_t)n >= sizeof expect)
         return;
     int r = dev_vprintf(fmt, ap);
-    CHECK(r == n && layer.calls == 1, "line %d: fmt \"%.200s\": returned %d (host %d), %d calls",
-          line, fmt, r, n, layer.calls);
-    CHECK(text_is(expect, (size_t)n),
-          "line %d: fmt \"%.200s\": host \"%.300s\" (%d) vs ours \"%.*s\" (%zu)", line, fmt, expect,
-          n, (int)(layer.text.len < 300 ? layer.text.len : 300),
-          layer.text.data ? layer.text.data : "", layer.text.len);
+    CHECKF(r == n && layer.calls == 1, "line %d: fmt \"%.200s\": returned %d (host %d), %d calls",
+           line, fmt, r, n, layer.calls);
+    CHECKF(text_is(expect, (size_t)n),
+           "line %d: fmt \"%.200s\": host \"%.300s\" (%d) vs ours \"%.*s\" (%zu)", line, fmt,
+           expect, n, (int)(layer.text.len < 300 ? layer.text.len : 300),
+           layer.text.data ? layer.text.data : "", layer.text.len);
 }
 
 __attribute__((format(printf, 2, 3))) static void check_at(int line, const char *fmt, ...)
@@ -157,9 +157,9 @@ static void dev_expect_at(int line, const char *want, const char *fmt, ...)
     int r = dev_vprintf(fmt, ap);
     va_end(ap);
     /* The return value is libc's count, -1 for a format that ends inside a conversion. */
-    CHECK(layer.calls == 1, "line %d: returned %d, %d calls", line, r, layer.calls);
-    CHECK(text_is(want, strlen(want)), "line %d: fmt \"%s\": want \"%s\" got \"%.*s\"", line, fmt,
-          want, (int)layer.text.len, layer.text.data ? layer.text.data : "");
+    CHECKF(layer.calls == 1, "line %d: returned %d, %d calls", line, r, layer.calls);
+    CHECKF(text_is(want, strlen(want)), "line %d: fmt \"%s\": want \"%s\" got \"%.*s\"", line, fmt,
+           want, (int)layer.text.len, layer.text.data ? layer.text.data : "");
 }
 #define dev_expect(...) dev_expect_at(__LINE__, __VA_ARGS__)
 
@@ -171,11 +171,11 @@ static void cuda_expect_at(int line, const char *want, const char *fmt, const vo
     layer.text.len = 0;
     layer.calls = 0;
     int r = tether_device_vprintf_cuda(fmt, args);
-    CHECK(r >= 0 && layer.calls == 1 && layer.hdr.args_len == args_len,
-          "line %d: returned %d, %d calls, %u argument bytes (want %zu)", line, r, layer.calls,
-          layer.hdr.args_len, args_len);
-    CHECK(text_is(want, strlen(want)), "line %d: fmt \"%s\": want \"%s\" got \"%.*s\"", line, fmt,
-          want, (int)layer.text.len, layer.text.data ? layer.text.data : "");
+    CHECKF(r >= 0 && layer.calls == 1 && layer.hdr.args_len == args_len,
+           "line %d: returned %d, %d calls, %u argument bytes (want %zu)", line, r, layer.calls,
+           layer.hdr.args_len, args_len);
+    CHECKF(text_is(want, strlen(want)), "line %d: fmt \"%s\": want \"%s\" got \"%.*s\"", line, fmt,
+           want, (int)layer.text.len, layer.text.data ? layer.text.data : "");
 }
 #define cuda_expect(want, fmt, args, args_len) cuda_expect_at(__LINE__, want, fmt, args, args_len)
 
@@ -186,9 +186,9 @@ static void expect_at(int line, const char *want, const char *fmt, size_t fmt_le
     struct rpc_outbuf out = RPC_OUTBUF_INIT;
     tether_status_t st =
         rpc_printf_format(&out, fmt, fmt_len, args, args_len, strs, nstrs, NULL, NULL);
-    CHECK(st == TETHER_OK, "line %d: status %d", line, (int)st);
-    CHECK(out.len == strlen(want) && memcmp(out.data, want, out.len) == 0,
-          "line %d: want \"%s\" got \"%.*s\"", line, want, (int)out.len, out.data ? out.data : "");
+    CHECKF(st == TETHER_OK, "line %d: status %d", line, (int)st);
+    CHECKF(out.len == strlen(want) && memcmp(out.data, want, out.len) == 0,
+           "line %d: want \"%s\" got \"%.*s\"", line, want, (int)out.len, out.data ? out.data : "");
     rpc_outbuf_free(&out);
 }
 #define expect(want, fmt, args, args_len, strs, nstrs)                                             \
@@ -230,7 +230,7 @@ static void test_basic(void)
     layer.detached = true;
     layer.calls = 0;
     int r = tether_device_printf_packed(TETHER_RPC_STDOUT, "%d", &r, 4);
-    CHECK(r == -1 && layer.calls == 0, "detached printf returned %d", r);
+    CHECKF(r == -1 && layer.calls == 0, "detached printf returned %d", r);
     layer.detached = false;
 }
 
@@ -336,16 +336,16 @@ static void test_bad_input(void)
     /* Absurd widths and precisions are clamped to RPC_PRINTF_NUM_MAX. */
     struct rpc_outbuf out = RPC_OUTBUF_INIT;
     rpc_printf_format(&out, "%99999999999999999999d", 22, &one, 4, NULL, 0, NULL, NULL);
-    CHECK(out.len == RPC_PRINTF_NUM_MAX, "clamped width gives %zu bytes", out.len);
+    CHECKF(out.len == RPC_PRINTF_NUM_MAX, "clamped width gives %zu bytes", out.len);
     rpc_outbuf_free(&out);
     int32_t star[2] = {INT32_MIN, 1};
     rpc_printf_format(&out, "%*d|", 4, star, 8, NULL, 0, NULL, NULL);
-    CHECK(out.len == RPC_PRINTF_NUM_MAX + 1 && out.data[0] == '1' && out.data[1] == ' ',
-          "INT_MIN star width left-justifies and clamps (%zu)", out.len);
+    CHECKF(out.len == RPC_PRINTF_NUM_MAX + 1 && out.data[0] == '1' && out.data[1] == ' ',
+           "INT_MIN star width left-justifies and clamps (%zu)", out.len);
     rpc_outbuf_free(&out);
     double big = 1e308;
     rpc_printf_format(&out, "%.999999f", 9, &big, 8, NULL, 0, NULL, NULL);
-    CHECK(out.len == 309 + 1 + RPC_PRINTF_NUM_MAX, "clamped precision gives %zu bytes", out.len);
+    CHECKF(out.len == 309 + 1 + RPC_PRINTF_NUM_MAX, "clamped precision gives %zu bytes", out.len);
     rpc_outbuf_free(&out);
 
     /* Format not NUL-terminated within fmt_len: stops at fmt_len. */
@@ -380,7 +380,7 @@ struct pieces {
 static void pieces_take(void *ctx, const char *bytes, size_t n)
 {
     struct pieces *p = ctx;
-    CHECK(n == RPC_PRINTF_PIECE, "piece %d of %zu bytes", p->n, n);
+    CHECKF(n == RPC_PRINTF_PIECE, "piece %d of %zu bytes", p->n, n);
     rpc_outbuf_append(&p->all, bytes, n);
     p->n++;
 }
@@ -396,22 +396,22 @@ static int check_pieces(int line, const char *want, size_t want_len, const char 
     struct rpc_outbuf out = RPC_OUTBUF_INIT;
     tether_status_t st =
         rpc_printf_format(&out, fmt, strlen(fmt), args, args_len, strs, nstrs, NULL, NULL);
-    CHECK(st == TETHER_OK && out.len == want_len && memcmp(out.data, want, want_len) == 0,
-          "line %d: without a sink: status %d, %zu bytes (want %zu)", line, (int)st, out.len,
-          want_len);
+    CHECKF(st == TETHER_OK && out.len == want_len && memcmp(out.data, want, want_len) == 0,
+           "line %d: without a sink: status %d, %zu bytes (want %zu)", line, (int)st, out.len,
+           want_len);
     out.len = 0;
     rpc_outbuf_append(&out, before, sizeof before - 1);
     struct pieces p = {RPC_OUTBUF_INIT, 0};
     struct rpc_printf_sink sink = {pieces_take, &p};
     st = rpc_printf_format(&out, fmt, strlen(fmt), args, args_len, strs, nstrs, &sink, NULL);
-    CHECK(st == TETHER_OK && out.len >= sizeof before - 1 &&
-              memcmp(out.data, before, sizeof before - 1) == 0 &&
-              out.len - (sizeof before - 1) < RPC_PRINTF_PIECE,
-          "line %d: with a sink: status %d, %zu bytes left", line, (int)st, out.len);
+    CHECKF(st == TETHER_OK && out.len >= sizeof before - 1 &&
+               memcmp(out.data, before, sizeof before - 1) == 0 &&
+               out.len - (sizeof before - 1) < RPC_PRINTF_PIECE,
+           "line %d: with a sink: status %d, %zu bytes left", line, (int)st, out.len);
     rpc_outbuf_append(&p.all, out.data + sizeof before - 1, out.len - (sizeof before - 1));
-    CHECK(p.all.len == want_len && memcmp(p.all.data, want, want_len) == 0,
-          "line %d: with a sink: %d pieces and %zu bytes make %zu bytes (want %zu)", line, p.n,
-          out.len - (sizeof before - 1), p.all.len, want_len);
+    CHECKF(p.all.len == want_len && memcmp(p.all.data, want, want_len) == 0,
+           "line %d: with a sink: %d pieces and %zu bytes make %zu bytes (want %zu)", line, p.n,
+           out.len - (sizeof before - 1), p.all.len, want_len);
     rpc_outbuf_free(&out);
     rpc_outbuf_free(&p.all);
     return p.n;
@@ -430,21 +430,21 @@ static void test_large_output(void)
     }
     size_t len = 2000 * 4097;
     char *want = malloc(len);
-    CHECK(want != NULL, "out of memory");
+    CHECKF(want != NULL, "out of memory");
     for (int i = 0; i < 2000; i++) {
         memset(want + (size_t)i * 4097, ' ', 4095);
         want[(size_t)i * 4097 + 4095] = (char)('a' + i % 26);
         want[(size_t)i * 4097 + 4096] = ' ';
     }
     int n = check_pieces(__LINE__, want, len, many, wide, sizeof wide, NULL, 0);
-    CHECK(n == (int)(len / RPC_PRINTF_PIECE), "%d pieces of 8 MiB", n);
+    CHECKF(n == (int)(len / RPC_PRINTF_PIECE), "%d pieces of 8 MiB", n);
     free(want);
 
     /* 3 MiB and a bit of %s, unnumbered and numbered. */
     size_t slen = 3 * RPC_PRINTF_PIECE + 12345;
     char *str = malloc(slen);
     want = malloc(slen + 64);
-    CHECK(str != NULL && want != NULL, "out of memory");
+    CHECKF(str != NULL && want != NULL, "out of memory");
     for (size_t i = 0; i < slen; i++)
         str[i] = i % 61 == 60 ? '\n' : (char)('0' + i % 61 % 10);
     struct rpc_printf_str sarg = {str, slen};
@@ -471,7 +471,7 @@ static void test_large_output(void)
     static const char mixed[] = "<bad %s: numbered and unnumbered arguments mixed> "
                                 "<bad %1$d: numbered and unnumbered arguments mixed>";
     str = malloc(slen);
-    CHECK(str != NULL, "out of memory");
+    CHECKF(str != NULL, "out of memory");
     memset(str, 'z', slen);
     sargs[0].data = sargs[1].data = str;
     check_pieces(__LINE__, mixed, sizeof mixed - 1, "%s %1$d", ptrs, sizeof ptrs, sargs, 2);
@@ -652,7 +652,7 @@ static void test_grouping(bool grouping_locale)
         const char *sep = localeconv()->thousands_sep;
         char want[64];
         snprintf(want, sizeof want, "1%s234%s567", sep, sep);
-        CHECK(sep[0] != '\0', "the locale has no thousands separator");
+        CHECKF(sep[0] != '\0', "the locale has no thousands separator");
         dev_expect(want, "%'d", 1234567);
     }
 }
@@ -677,7 +677,7 @@ static void test_many_strings(void)
         for (int i = 0; i < n; i++)
             at += (size_t)snprintf(fmt + at, sizeof fmt - at, "%s", forms[(i + n) % 6]);
         check_any(fmt, A100(s));
-        CHECK(layer.hdr.nstrs == (uint32_t)n, "%d %%s: %u records", n, layer.hdr.nstrs);
+        CHECKF(layer.hdr.nstrs == (uint32_t)n, "%d %%s: %u records", n, layer.hdr.nstrs);
     }
     /* Strings with `*` precisions between them, and a string longer than many packets. */
     static char huge[100000];
@@ -705,7 +705,7 @@ static void test_big_args(void)
     for (int i = 0; i < 200; i++)
         at += (size_t)snprintf(fmt + at, sizeof fmt - at, "%s", i % 2 ? "%lld," : "%llx ");
     check_any(fmt, A100(ll), A100(ll + 100)); /* 1600 bytes */
-    CHECK(layer.hdr.args_len == 1600, "args %u bytes", layer.hdr.args_len);
+    CHECKF(layer.hdr.args_len == 1600, "args %u bytes", layer.hdr.args_len);
     at = 0;
     for (int i = 0; i < 100; i++)
         at += (size_t)snprintf(fmt + at, sizeof fmt - at, "%s", "%.3Lf ");
@@ -737,7 +737,7 @@ static void test_big_args(void)
           iv[84], dv[84], iv[85], dv[85], iv[86], dv[86], iv[87], dv[87], iv[88], dv[88], iv[89],
           dv[89], iv[90], dv[90], iv[91], dv[91], iv[92], dv[92], iv[93], dv[93], iv[94], dv[94],
           iv[95], dv[95], iv[96], dv[96], iv[97], dv[97], iv[98], dv[98], iv[99], dv[99]);
-    CHECK(layer.hdr.args_len == 1600, "int/double pairs: %u bytes", layer.hdr.args_len);
+    CHECKF(layer.hdr.args_len == 1600, "int/double pairs: %u bytes", layer.hdr.args_len);
     /* Over 1 KiB of arguments and over 13 strings in one call. */
     const char *s[100];
     for (int i = 0; i < 100; i++)
@@ -746,8 +746,8 @@ static void test_big_args(void)
     for (int i = 0; i < 100; i++)
         at += (size_t)snprintf(fmt + at, sizeof fmt - at, "%s", "%s ");
     check_any(fmt, A100(s));
-    CHECK(layer.hdr.args_len == 800 && layer.hdr.nstrs == 100, "100 strings: %u bytes, %u records",
-          layer.hdr.args_len, layer.hdr.nstrs);
+    CHECKF(layer.hdr.args_len == 800 && layer.hdr.nstrs == 100, "100 strings: %u bytes, %u records",
+           layer.hdr.args_len, layer.hdr.nstrs);
 }
 
 /* POSIX numbered arguments: %n$, *m$ and .*m$, reuse, any order; formats C rejects print
@@ -803,8 +803,8 @@ static void test_numbered(void)
                "%d %1$d", 1, 2);
     dev_expect("<bad %1$*d: numbered and unnumbered arguments mixed>", "%1$*d", 5, 1);
     int r = tether_device_printf_packed(TETHER_RPC_STDOUT, "%1$s %s", NULL, 0);
-    CHECK(r == 0 && layer.hdr.nstrs == 0, "refused: %d arguments used, %u strings", r,
-          layer.hdr.nstrs);
+    CHECKF(r == 0 && layer.hdr.nstrs == 0, "refused: %d arguments used, %u strings", r,
+           layer.hdr.nstrs);
     dev_expect("<bad %2$d: argument 1 unused>|%", "%2$d|%%", 1, 2);
     dev_expect("<bad %1$d: argument 1 of two types> <bad %1$lld: argument 1 of two types>",
                "%1$d %1$lld", 1LL);
@@ -814,7 +814,7 @@ static void test_numbered(void)
     dev_expect("<bad %0$>d", "%0$d", 1);
     /* Conversions that take nothing are no argument's: fine in a numbered format. */
     dev_expect("<bad %1$y> 5 %", "%1$y %1$d %%", 5);
-    CHECK(layer.hdr.nstrs == 0, "refused formats send no strings");
+    CHECKF(layer.hdr.nstrs == 0, "refused formats send no strings");
 }
 
 int main(int argc, char **argv)
@@ -841,5 +841,5 @@ int main(int argc, char **argv)
     test_big_args();
     test_numbered();
     rpc_outbuf_free(&layer.text);
-    return svc_test_exit("test_printf");
+    return tcheck_exit("test_printf");
 }

@@ -17,8 +17,8 @@
 
 #include "../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
-#include "svc_shared_mem.h"
-#include "svc_test.h"
+#include "../rpc/server/svc_shared_mem.h"
+#include "tcheck.h"
 
 extern struct tether_rpc_device_client __tether_rpc_client;
 
@@ -62,10 +62,10 @@ static void server_up(bool wide)
     unsigned char buf[sizeof(struct tether_rpc_device_client)];
     st = tether_rpc_server_client_bytes(srv, (uint64_t)(uintptr_t)&__tether_rpc_client, buf,
                                         sizeof buf);
-    CHECK(st == TETHER_OK, "client_bytes: %s", tether_status_str(st));
+    CHECKF(st == TETHER_OK, "client_bytes: %s", tether_status_str(st));
     memcpy(&__tether_rpc_client, buf, sizeof buf);
     st = tether_rpc_server_start(srv, NULL, &err);
-    CHECK(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
+    CHECKF(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
     tether_rpc_server_kernel_started(srv);
 }
 
@@ -83,9 +83,9 @@ static void output_is(int line, const char *fmt, const char *want, size_t n)
     size_t k = fread(got, 1, len, out);
     fseek(out, end, SEEK_SET);
     seen = end;
-    CHECK(k == len && len == n && memcmp(got, want, n) == 0,
-          "line %d: fmt \"%.120s\": %zu bytes, want %zu:\n got  \"%.300s\"\n want \"%.300s\"", line,
-          fmt, k, n, got, want);
+    CHECKF(k == len && len == n && memcmp(got, want, n) == 0,
+           "line %d: fmt \"%.120s\": %zu bytes, want %zu:\n got  \"%.300s\"\n want \"%.300s\"",
+           line, fmt, k, n, got, want);
     free(got);
 }
 
@@ -100,7 +100,8 @@ static void check_at(int line, const char *fmt, ...)
     va_start(ap, fmt);
     int r = tether_device_vprintf(TETHER_RPC_STDOUT, fmt, ap);
     va_end(ap);
-    CHECK(n >= 0 && (size_t)n < sizeof want && r == n, "line %d: returned %d, host %d", line, r, n);
+    CHECKF(n >= 0 && (size_t)n < sizeof want && r == n, "line %d: returned %d, host %d", line, r,
+           n);
     output_is(line, fmt, want, n < 0 ? 0 : (size_t)n);
 }
 #define check(...) check_at(__LINE__, __VA_ARGS__)
@@ -112,7 +113,7 @@ static void expect_at(int line, const char *want, const char *fmt, ...)
     va_start(ap, fmt);
     int r = tether_device_vprintf(TETHER_RPC_STDOUT, fmt, ap);
     va_end(ap);
-    CHECK(r >= 0 || errno == EINVAL, "line %d: returned %d, errno %d", line, r, errno);
+    CHECKF(r >= 0 || errno == EINVAL, "line %d: returned %d, errno %d", line, r, errno);
     output_is(line, fmt, want, strlen(want));
 }
 #define expect(...) expect_at(__LINE__, __VA_ARGS__)
@@ -188,10 +189,10 @@ int main(int argc, char **argv)
     run();
     struct tether_rpc_stats st;
     tether_rpc_server_stats(srv, &st);
-    CHECK(st.malformed == 0, "%llu malformed messages", (unsigned long long)st.malformed);
+    CHECKF(st.malformed == 0, "%llu malformed messages", (unsigned long long)st.malformed);
     tether_rpc_server_kernel_finished(srv);
     tether_rpc_server_destroy(srv);
     memset(&__tether_rpc_client, 0, sizeof __tether_rpc_client);
     fclose(out);
-    return svc_test_exit(argv[1]);
+    return tcheck_exit(argv[1]);
 }

@@ -7,7 +7,7 @@
 #             and libhwloc.so.15
 #   plugin/   the CUDA plugin, whose common/plugin_rpc.c serves RPC (BUILD/lib)
 #   bin/      test/services/offload/*.c and gpu/gpu_diag.c for sm_90 with libtether-device.a, and
-#             bench_rpc_thread
+#             bench_rpc_thread (test/rpc/server)
 #   img/      gpu_diag's device image (run_diag.sh disassembles it there)
 #   run_offload.sh, run_gpu.sh
 # On the GPU machine: test/services/gpu/run_gpu.sh BUILD/svc-gpu/svc-gpu.tar.xz (the tests) or
@@ -64,7 +64,7 @@ mkdir -p "$stage/img" "$out/tmp"
   cp gpu_diag.nvptx64.sm_90.img "$stage/img/")
 [ -x "$stage/bin/gpu_diag" ] || { echo "clang-16 failed on gpu_diag" >&2; exit 1; }
 rm -rf "$out/tmp"
-cp "$build/test/services/bench_rpc_thread" "$stage/bin/"
+cp "$build/test/rpc/server/bench_rpc_thread" "$stage/bin/"
 cp "$root/test/services/run_offload.sh" "$root/test/services/gpu/run_gpu.sh" \
   "$root/test/services/gpu/run_diag.sh" "$stage/"
 tar -C "$stage" -cf - . | xz -T2 -6 >"$out/svc-gpu.tar.xz"

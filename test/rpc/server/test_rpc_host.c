@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host.c - server library and device client together,
+ * test/rpc/server/test_rpc_host.c - server library and device client together,
  * with host threads playing the device: the device library's own code
  * (rpc/device, compiled for the host) talks to a server and its thread over
  * plain host memory.  Runs under ThreadSanitizer too.

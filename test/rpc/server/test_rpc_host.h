@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host.h - what the files of test_rpc_host share: the rig (a server with
- * the device library's global client attached, fake device memory), the checks, and one entry
- * point per case.
+ * test/rpc/server/test_rpc_host.h - what the files of test_rpc_host share: the rig (a server with
+ * the device library's global client attached, fake device memory) and one entry point per case;
+ * every file checks with tcheck.h (CHECKF: a check with a message).
  *
  * test_rpc_host.c         the rig and main (argv[1] picks the case)
  * test_rpc_host_stdio.c   printf-wide printf-lanes write
@@ -21,20 +21,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../rpc/device/device_internal.h"
-#include "../../rpc/server/rpc_internal.h"
-#include "../common/tcheck.h"
+#include "../../../rpc/device/device_internal.h"
+#include "../../../rpc/server/rpc_internal.h"
+#include "tcheck.h"
 #include "tether/rpc.h"
-
-/* CHECK with a printf-style message: on failure the condition, then the message. */
-#define CHECKF(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!tcheck_note(!!(cond), __FILE__, __LINE__, "CHECK failed: %s", #cond)) {               \
-            fputs("  ", stderr);                                                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-        }                                                                                          \
-    } while (0)
 
 extern struct tether_rpc_device_client __tether_rpc_client;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host_heap.c - test_rpc_host's malloc and malloc-burst: the device heap
+ * test/rpc/server/test_rpc_host_heap.c - test_rpc_host's malloc and malloc-burst: the device heap
  * under concurrency with data checked, tens of MiB live, reuse, realloc, FREE while a kernel runs.
  */
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host_placement.c - test_rpc_host's placement: the server thread's cores
+ * test/rpc/server/test_rpc_host_placement.c - test_rpc_host's placement: the server thread's cores
  * under HWLOC_SYNTHETIC with a PCI address of this machine, and the reasons given for any core.
  */
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_idle.c - the server thread's back-off (struct srv_idle, rpc_internal.h), by
+ * test/rpc/server/test_idle.c - the server thread's back-off (struct srv_idle, rpc_internal.h), by
  * counts of rounds that found no call: adaptive stays hot, then polls with a pause, then sleeps
  * in slices that grow to the longest and stay there; a call (a reset) makes it hot again at any
  * point; spin never sleeps; block sleeps at once.  And TETHER_WAIT's words (one parser for the
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../rpc/server/rpc_internal.h"
-#include "svc_test.h"
+#include "../../../rpc/server/rpc_internal.h"
+#include "tcheck.h"
 
 static const char *phase_name(enum srv_idle_phase p)
 {
@@ -28,27 +28,27 @@ static void check_adaptive_from_start(struct srv_idle *idle, const char *when)
                                        ? SRV_IDLE_RELAX
                                        : SRV_IDLE_SLEEP;
         if (p != want) {
-            CHECK(p == want, "%s: empty round %u: %s, want %s", when, r, phase_name(p),
-                  phase_name(want));
+            CHECKF(p == want, "%s: empty round %u: %s, want %s", when, r, phase_name(p),
+                   phase_name(want));
             return;
         }
         if (p != SRV_IDLE_SLEEP)
             continue;
         uint32_t k = r - SRV_IDLE_HOT_ROUNDS - SRV_IDLE_RELAX_ROUNDS; /* the k-th sleep */
         if (k == 1)
-            CHECK(slice == SRV_IDLE_SLICE_MIN_NS, "%s: first slice %llu ns, want %u", when,
-                  (unsigned long long)slice, SRV_IDLE_SLICE_MIN_NS);
+            CHECKF(slice == SRV_IDLE_SLICE_MIN_NS, "%s: first slice %llu ns, want %u", when,
+                   (unsigned long long)slice, SRV_IDLE_SLICE_MIN_NS);
         else
-            CHECK(slice >= last && slice <= SRV_IDLE_SLICE_MAX_NS,
-                  "%s: sleep %u: slice %llu ns after %llu (at most %u)", when, k,
-                  (unsigned long long)slice, (unsigned long long)last, SRV_IDLE_SLICE_MAX_NS);
+            CHECKF(slice >= last && slice <= SRV_IDLE_SLICE_MAX_NS,
+                   "%s: sleep %u: slice %llu ns after %llu (at most %u)", when, k,
+                   (unsigned long long)slice, (unsigned long long)last, SRV_IDLE_SLICE_MAX_NS);
         if (k == 3)
-            CHECK(slice == SRV_IDLE_SLICE_MAX_NS, "%s: third slice %llu ns, want the longest %u",
-                  when, (unsigned long long)slice, SRV_IDLE_SLICE_MAX_NS);
+            CHECKF(slice == SRV_IDLE_SLICE_MAX_NS, "%s: third slice %llu ns, want the longest %u",
+                   when, (unsigned long long)slice, SRV_IDLE_SLICE_MAX_NS);
         last = slice;
     }
-    CHECK(last == SRV_IDLE_SLICE_MAX_NS, "%s: after a long quiet spell the slice is %llu ns", when,
-          (unsigned long long)last);
+    CHECKF(last == SRV_IDLE_SLICE_MAX_NS, "%s: after a long quiet spell the slice is %llu ns", when,
+           (unsigned long long)last);
 }
 
 int main(void)
@@ -79,7 +79,7 @@ int main(void)
     int slept = 0;
     for (uint32_t r = 0; r < 100000; r++)
         slept += srv_idle_next(&idle, &slice) != SRV_IDLE_HOT;
-    CHECK(slept == 0, "spin: %d of 100000 empty rounds not hot", slept);
+    CHECKF(slept == 0, "spin: %d of 100000 empty rounds not hot", slept);
 
     /* block: the longest slice after every empty round, from the first on. */
     srv_idle_init(&idle, TETHER_WAIT_BLOCK);
@@ -87,13 +87,13 @@ int main(void)
         slice = 0;
         enum srv_idle_phase p = srv_idle_next(&idle, &slice);
         if (p != SRV_IDLE_SLEEP || slice != SRV_IDLE_SLICE_MAX_NS) {
-            CHECK(false, "block: empty round %u: %s, slice %llu ns", r, phase_name(p),
-                  (unsigned long long)slice);
+            CHECKF(false, "block: empty round %u: %s, slice %llu ns", r, phase_name(p),
+                   (unsigned long long)slice);
             break;
         }
     }
     srv_idle_reset(&idle);
-    CHECK(srv_idle_next(&idle, &slice) == SRV_IDLE_SLEEP, "block: a reset does not make it spin");
+    CHECKF(srv_idle_next(&idle, &slice) == SRV_IDLE_SLEEP, "block: a reset does not make it spin");
 
     /* TETHER_WAIT: the words, any case; unset and a bad word give adaptive. */
     struct {
@@ -108,9 +108,9 @@ int main(void)
         else
             setenv("TETHER_WAIT", cases[i].value, 1);
         enum tether_wait_mode m = tether_env_wait();
-        CHECK(m == cases[i].mode, "TETHER_WAIT=%s read as %d, want %d",
-              cases[i].value ? cases[i].value : "(unset)", (int)m, (int)cases[i].mode);
+        CHECKF(m == cases[i].mode, "TETHER_WAIT=%s read as %d, want %d",
+               cases[i].value ? cases[i].value : "(unset)", (int)m, (int)cases[i].mode);
     }
     unsetenv("TETHER_WAIT");
-    return svc_test_exit("idle");
+    return tcheck_exit("idle");
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/fuzz_printf.c - libFuzzer target for the host printf decoder.
+ * test/rpc/server/fuzz_printf.c - libFuzzer target for the host printf decoder.
  * The first input byte picks the entry point: odd = a whole PRINTF message
  * (header, format, arguments, %s records), even = a raw format whose bytes
  * double as the argument buffer and as one %s payload; bit 1 = with a sink,
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../rpc/server/rpc_printf.h"
+#include "../../../rpc/server/rpc_printf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host_user.c - test_rpc_host's user and user-lanes: user opcodes from many
- * threads, inline and long answers, the hot path, handlers replaced, shadowed and removed.
+ * test/rpc/server/test_rpc_host_user.c - test_rpc_host's user and user-lanes: user opcodes from
+ * many threads, inline and long answers, the hot path, handlers replaced, shadowed and removed.
  */
 #include <pthread.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_env.c - the one rule every environment knob follows (rpc/server/rpc_env.h):
+ * test/rpc/server/test_env.c - the one rule every environment knob follows (rpc/server/rpc_env.h):
  * what is a number, a boolean, a choice; that a bad value gives the default and exactly one
  * warning per knob naming the knob, the value and what is used; LLVM's name of a knob against
  * tether's; the record of warned knobs when it is full.
@@ -11,8 +11,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../rpc/server/rpc_env.h"
-#include "svc_test.h"
+#include "../../../rpc/server/rpc_env.h"
+#include "tcheck.h"
 
 /* ---- stderr capture ------------------------------------------------------------------------ */
 
@@ -50,10 +50,10 @@ static void int_case(const char *name, const char *value, int64_t def, int64_t m
     cap_begin();
     int64_t got = tether_env_int(name, def, min, max);
     const char *out = cap_end();
-    CHECK(got == want, "%s=%s: got %lld, want %lld", name, value ? value : "(unset)",
-          (long long)got, (long long)want);
-    CHECK(strcmp(out, want_out) == 0, "%s=%s: printed \"%s\", want \"%s\"", name,
-          value ? value : "(unset)", out, want_out);
+    CHECKF(got == want, "%s=%s: got %lld, want %lld", name, value ? value : "(unset)",
+           (long long)got, (long long)want);
+    CHECKF(strcmp(out, want_out) == 0, "%s=%s: printed \"%s\", want \"%s\"", name,
+           value ? value : "(unset)", out, want_out);
     unsetenv(name);
 }
 
@@ -118,16 +118,16 @@ static void bool_case(const char *name, const char *value, bool def, bool want,
     cap_begin();
     bool got = tether_env_bool(name, def);
     const char *out = cap_end();
-    CHECK(got == want, "%s=%s: got %d", name, value, got);
-    CHECK(strcmp(out, want_out) == 0, "%s=%s: printed \"%s\", want \"%s\"", name, value, out,
-          want_out);
+    CHECKF(got == want, "%s=%s: got %d", name, value, got);
+    CHECKF(strcmp(out, want_out) == 0, "%s=%s: printed \"%s\", want \"%s\"", name, value, out,
+           want_out);
     unsetenv(name);
 }
 
 static void test_booleans(void)
 {
     unsetenv("B_UNSET");
-    CHECK(tether_env_bool("B_UNSET", true) && !tether_env_bool("B_UNSET", false), "unset");
+    CHECKF(tether_env_bool("B_UNSET", true) && !tether_env_bool("B_UNSET", false), "unset");
     bool_case("B_EMPTY", "", true, true, "");
     bool_case("B_ONE", "1", false, true, "");
     bool_case("B_TWO", "2", false, true, ""); /* LLVM's debug levels */
@@ -158,24 +158,25 @@ static void test_choices(void)
     static const char *const modes[] = {"auto", "spin", "yield", "blocking", NULL};
 
     unsetenv("C_UNSET");
-    CHECK(tether_env_choice("C_UNSET", modes, 2) == 2, "unset");
+    CHECKF(tether_env_choice("C_UNSET", modes, 2) == 2, "unset");
     setenv("C_GOOD", "Spin", 1);
-    CHECK(tether_env_choice("C_GOOD", modes, 0) == 1, "Spin");
+    CHECKF(tether_env_choice("C_GOOD", modes, 0) == 1, "Spin");
     setenv("C_BAD", "fast", 1);
     cap_begin();
     int got = tether_env_choice("C_BAD", modes, 0);
     const char *out = cap_end();
-    CHECK(got == 0, "bad choice: %d", got);
-    CHECK(strcmp(out, "tether: warning: C_BAD=fast is not one of auto, spin, yield, blocking; "
-                      "using auto\n") == 0,
-          "printed \"%s\"", out);
+    CHECKF(got == 0, "bad choice: %d", got);
+    CHECKF(strcmp(out, "tether: warning: C_BAD=fast is not one of auto, spin, yield, blocking; "
+                       "using auto\n") == 0,
+           "printed \"%s\"", out);
     setenv("C_EMPTY", "", 1);
-    CHECK(tether_env_choice("C_EMPTY", modes, 3) == 3, "empty");
+    CHECKF(tether_env_choice("C_EMPTY", modes, 3) == 3, "empty");
     setenv("S_SET", "/opt/x", 1);
     setenv("S_EMPTY", "", 1);
     unsetenv("S_UNSET");
-    CHECK(tether_env_str("S_SET") != NULL && strcmp(tether_env_str("S_SET"), "/opt/x") == 0, "str");
-    CHECK(tether_env_str("S_EMPTY") == NULL && tether_env_str("S_UNSET") == NULL, "str unset");
+    CHECKF(tether_env_str("S_SET") != NULL && strcmp(tether_env_str("S_SET"), "/opt/x") == 0,
+           "str");
+    CHECKF(tether_env_str("S_EMPTY") == NULL && tether_env_str("S_UNSET") == NULL, "str unset");
 }
 
 /* tether's name of a knob against LLVM's. */
@@ -183,25 +184,25 @@ static void test_pick(void)
 {
     unsetenv("P_MINE");
     unsetenv("P_LLVM");
-    CHECK(strcmp(tether_env_pick("P_MINE", "P_LLVM"), "P_MINE") == 0, "neither set");
+    CHECKF(strcmp(tether_env_pick("P_MINE", "P_LLVM"), "P_MINE") == 0, "neither set");
     setenv("P_LLVM", "3", 1);
-    CHECK(strcmp(tether_env_pick("P_MINE", "P_LLVM"), "P_LLVM") == 0, "only LLVM's");
+    CHECKF(strcmp(tether_env_pick("P_MINE", "P_LLVM"), "P_LLVM") == 0, "only LLVM's");
     setenv("P_MINE", "3", 1);
     cap_begin();
     const char *same = tether_env_pick("P_MINE", "P_LLVM");
     const char *out = cap_end();
-    CHECK(strcmp(same, "P_MINE") == 0 && out[0] == '\0', "both, same value: %s \"%s\"", same, out);
+    CHECKF(strcmp(same, "P_MINE") == 0 && out[0] == '\0', "both, same value: %s \"%s\"", same, out);
     setenv("P_MINE", "0", 1);
     cap_begin();
     const char *differ = tether_env_pick("P_MINE", "P_LLVM");
     out = cap_end();
-    CHECK(strcmp(differ, "P_MINE") == 0, "both, different values: %s", differ);
-    CHECK(strcmp(out, "tether: warning: P_MINE=0 and P_LLVM=3 are both set; P_MINE wins\n") == 0,
-          "printed \"%s\"", out);
+    CHECKF(strcmp(differ, "P_MINE") == 0, "both, different values: %s", differ);
+    CHECKF(strcmp(out, "tether: warning: P_MINE=0 and P_LLVM=3 are both set; P_MINE wins\n") == 0,
+           "printed \"%s\"", out);
     cap_begin();
     tether_env_pick("P_MINE", "P_LLVM");
     out = cap_end();
-    CHECK(out[0] == '\0', "warned twice: \"%s\"", out);
+    CHECKF(out[0] == '\0', "warned twice: \"%s\"", out);
     unsetenv("P_MINE");
     unsetenv("P_LLVM");
 }
@@ -221,7 +222,7 @@ static void test_many(void)
         printed += strstr(cap_end(), name) != NULL;
         unsetenv(name);
     }
-    CHECK(printed == 100, "%d of 100 distinct knobs warned", printed);
+    CHECKF(printed == 100, "%d of 100 distinct knobs warned", printed);
 }
 
 int main(void)
@@ -231,5 +232,5 @@ int main(void)
     test_choices();
     test_pick();
     test_many();
-    return svc_test_exit("test_env");
+    return tcheck_exit("test_env");
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host_bad.c - test_rpc_host's bad: malformed calls written straight onto
+ * test/rpc/server/test_rpc_host_bad.c - test_rpc_host's bad: malformed calls written straight onto
  * the ports, and a port left mid-call; the server says what was wrong and serves on.
  */
 #include <sched.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host_stdio.c - test_rpc_host's printf-wide, printf-lanes and write: device
- * printf from many threads in wide and lane mode against the host printf, and puts/fwrite to
+ * test/rpc/server/test_rpc_host_stdio.c - test_rpc_host's printf-wide, printf-lanes and write:
+ * device printf from many threads in wide and lane mode against the host printf, and puts/fwrite to
  * both streams and to host FILE * values.
  */
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host_exit.c - test_rpc_host's exit, abort and drain: the device ends the
+ * test/rpc/server/test_rpc_host_exit.c - test_rpc_host's exit, abort and drain: the device ends the
  * process (in a child), and a server without a thread served by kernel_finished and handle().
  */
 #include <pthread.h>

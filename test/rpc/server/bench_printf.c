@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/bench_printf.c - cost of formatting one device printf call on
+ * test/rpc/server/bench_printf.c - cost of formatting one device printf call on
  * the host (decode the message, scan, format each conversion) against the
  * host's own snprintf of the same line, measured in the same run.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../rpc/server/rpc_printf.h"
+#include "../../../rpc/server/rpc_printf.h"
 #include "tether/rpc_opcodes.h"
 
 static double now_s(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/svc_shared_mem.h - the "shared memory" callbacks of a server whose client is
+ * test/rpc/server/svc_shared_mem.h - the "shared memory" callbacks of a server whose client is
  * another host thread: page-aligned host memory that is its own device address.
  */
 #ifndef TETHER_SVC_SHARED_MEM_H

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-# test/services/device_code_test.sh - compiles the device library (rpc/device/device_lib.c) for
+# test/rpc/device/device_code_test.sh - compiles the device library (rpc/device/device_lib.c) for
 # nvptx64 sm_90 to PTX and checks what its call path does and does not contain.
 #
 #   device_code_test.sh CLANG CUDA_PATH SOURCE_ROOT

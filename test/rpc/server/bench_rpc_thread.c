@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/bench_rpc_thread.c - the server thread's idle policy: CPU it
+ * test/rpc/server/bench_rpc_thread.c - the server thread's idle policy: CPU it
  * burns while idle and how fast it answers a call that comes after an idle
  * spell.  Host threads play the device (the device library compiled for the
  * host).  Baseline, measured in the same run on the same server: a thread
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../rpc/device/device_internal.h"
+#include "../../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
 #include "svc_shared_mem.h"
 

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../rpc/device/device_wait.h"
-#include "svc_test.h"
+#include "../../../rpc/device/device_wait.h"
+#include "tcheck.h"
 
 #define RTT 2600u /* a poll that finds the answer at once */
 #define SLOW 400u /* polls issued up to this much before the edge find the answer, late */
@@ -101,27 +101,27 @@ static void test_steps(void)
 {
     uint32_t fast = 40u << 9;
     /* Exploring: a miss moves the edge up by DEV_WAIT_UP, a hit in time down by one. */
-    CHECK(edge_units(dev_wait_next(fast | 100, true, false, RTT)) == 100 + DEV_WAIT_UP, "up");
-    CHECK(edge_units(dev_wait_next(fast | 100, true, true, 40 * DEV_RTT_UNIT)) == 99, "down");
+    CHECKF(edge_units(dev_wait_next(fast | 100, true, false, RTT)) == 100 + DEV_WAIT_UP, "up");
+    CHECKF(edge_units(dev_wait_next(fast | 100, true, true, 40 * DEV_RTT_UNIT)) == 99, "down");
     /* A hit slower than the fastest poll plus the margin was too early. */
     uint64_t slow = (40 + DEV_RTT_MARGIN + 1) * DEV_RTT_UNIT;
-    CHECK(edge_units(dev_wait_next(fast | 100, true, true, slow)) == 100 + DEV_WAIT_UP, "late");
+    CHECKF(edge_units(dev_wait_next(fast | 100, true, true, slow)) == 100 + DEV_WAIT_UP, "late");
     /* Other calls move the edge never; a slow hit raises the fastest poll by one. */
-    CHECK(edge_units(dev_wait_next(fast | 100, false, false, RTT)) == 100, "normal miss");
-    CHECK(edge_units(dev_wait_next(fast | 100, false, true, 40 * DEV_RTT_UNIT)) == 100,
-          "normal hit");
-    CHECK(dev_wait_next(fast | 100, false, true, slow) == (41u << 9 | 100), "normal slow hit");
+    CHECKF(edge_units(dev_wait_next(fast | 100, false, false, RTT)) == 100, "normal miss");
+    CHECKF(edge_units(dev_wait_next(fast | 100, false, true, 40 * DEV_RTT_UNIT)) == 100,
+           "normal hit");
+    CHECKF(dev_wait_next(fast | 100, false, true, slow) == (41u << 9 | 100), "normal slow hit");
     /* They wait the margin longer; the edge stays within its bits. */
-    CHECK(dev_wait_cycles(100, false) ==
-              dev_wait_cycles(100, true) + (uint64_t)DEV_WAIT_MARGIN * DEV_WAIT_UNIT,
-          "margin");
-    CHECK(edge_units(dev_wait_next(DEV_WAIT_MAX, true, false, RTT)) == DEV_WAIT_MAX, "cap");
-    CHECK(edge_units(dev_wait_next(0, true, true, RTT)) == 0, "floor");
+    CHECKF(dev_wait_cycles(100, false) ==
+               dev_wait_cycles(100, true) + (uint64_t)DEV_WAIT_MARGIN * DEV_WAIT_UNIT,
+           "margin");
+    CHECKF(edge_units(dev_wait_next(DEV_WAIT_MAX, true, false, RTT)) == DEV_WAIT_MAX, "cap");
+    CHECKF(edge_units(dev_wait_next(0, true, true, RTT)) == 0, "floor");
     /* The fastest poll is kept, and the first one sets it. */
-    CHECK(dev_wait_next(0, false, true, 30 * DEV_RTT_UNIT) >> 9 == 30, "first fast");
-    CHECK(dev_wait_next(fast, false, true, 35 * DEV_RTT_UNIT) >> 9 == 35, "faster");
-    CHECK(dev_wait_explores(0) && !dev_wait_explores(1) && dev_wait_explores(DEV_EXPLORE),
-          "one call in DEV_EXPLORE explores");
+    CHECKF(dev_wait_next(0, false, true, 30 * DEV_RTT_UNIT) >> 9 == 30, "first fast");
+    CHECKF(dev_wait_next(fast, false, true, 35 * DEV_RTT_UNIT) >> 9 == 35, "faster");
+    CHECKF(dev_wait_explores(0) && !dev_wait_explores(1) && dev_wait_explores(DEV_EXPLORE),
+           "one call in DEV_EXPLORE explores");
 }
 
 /* From a fresh port the edge is found, and most calls then poll in time. */
@@ -130,8 +130,8 @@ static void test_converges(void)
     struct link l = {1200, 0.03, 256};
     struct run r = simulate(&l, 0, 40000, false);
     uint32_t e = edge_units(r.state) * DEV_WAIT_UNIT;
-    CHECK(e + SLOW >= l.edge && e <= l.edge + 256, "edge %u cycles, link's %u", e, l.edge);
-    CHECK(r.missed < l.background + 0.03, "%.1f%% first polls found nothing", 100 * r.missed);
+    CHECKF(e + SLOW >= l.edge && e <= l.edge + 256, "edge %u cycles, link's %u", e, l.edge);
+    CHECKF(r.missed < l.background + 0.03, "%.1f%% first polls found nothing", 100 * r.missed);
     printf("test_dev_wait: edge %u cycles (link %u), %.1f%% missed, %.0f cycles per call "
            "beyond a poll in time\n",
            e, l.edge, 100 * r.missed, r.cost);
@@ -143,7 +143,7 @@ static void test_background_bounded(void)
     struct link l = {800, 0.06, 256};
     struct run r = simulate(&l, 0, 100000, false);
     uint32_t e = edge_units(r.state) * DEV_WAIT_UNIT;
-    CHECK(e <= l.edge + 512, "edge %u cycles with 6%% background misses, link's %u", e, l.edge);
+    CHECKF(e <= l.edge + 512, "edge %u cycles with 6%% background misses, link's %u", e, l.edge);
 }
 
 /* A slower server or handler is followed between explorations, and a faster one again. */
@@ -154,11 +154,11 @@ static void test_follows(void)
     l.edge = 2600;
     r = simulate(&l, r.state, 600, false);
     uint32_t e = edge_units(r.state) * DEV_WAIT_UNIT;
-    CHECK(e + SLOW >= l.edge, "after 600 calls the edge is %u cycles, link's %u", e, l.edge);
+    CHECKF(e + SLOW >= l.edge, "after 600 calls the edge is %u cycles, link's %u", e, l.edge);
     l.edge = 600;
     r = simulate(&l, r.state, 40000, false);
     e = edge_units(r.state) * DEV_WAIT_UNIT;
-    CHECK(e <= l.edge + 256, "back down: edge %u cycles, link's %u", e, l.edge);
+    CHECKF(e <= l.edge + 256, "back down: edge %u cycles, link's %u", e, l.edge);
 }
 
 /* After something pushed the edge to its cap, it comes back: one unit per exploration, within
@@ -169,8 +169,8 @@ static void test_recovers(void)
     struct link l = {600, 0.03, 256};
     struct run r = simulate(&l, DEV_WAIT_MAX | 40u << 9, 8000, false);
     uint32_t e = edge_units(r.state) * DEV_WAIT_UNIT;
-    CHECK(e <= l.edge + 512, "8000 calls after the cap the edge is %u cycles, link's %u", e,
-          l.edge);
+    CHECKF(e <= l.edge + 512, "8000 calls after the cap the edge is %u cycles, link's %u", e,
+           l.edge);
 }
 
 /* What the rule is for: less paid per call than the rule before it. */
@@ -180,10 +180,10 @@ static void test_cheaper_than_every_call(void)
         struct link l = {edge, 0.03, 256};
         struct run every = simulate(&l, 0, 60000, true);
         struct run now = simulate(&l, 0, 60000, false);
-        CHECK(now.cost < every.cost, "edge %u: %.0f cycles per call against %.0f", edge, now.cost,
-              every.cost);
-        CHECK(now.missed <= every.missed + 0.005, "edge %u: %.1f%% missed against %.1f%%", edge,
-              100 * now.missed, 100 * every.missed);
+        CHECKF(now.cost < every.cost, "edge %u: %.0f cycles per call against %.0f", edge, now.cost,
+               every.cost);
+        CHECKF(now.missed <= every.missed + 0.005, "edge %u: %.1f%% missed against %.1f%%", edge,
+               100 * now.missed, 100 * every.missed);
         printf("test_dev_wait: edge %u: %.0f cycles per call (%.1f%% missed), the rule before "
                "%.0f (%.1f%%)\n",
                edge, now.cost, 100 * now.missed, every.cost, 100 * every.missed);
@@ -198,5 +198,5 @@ int main(void)
     test_follows();
     test_recovers();
     test_cheaper_than_every_call();
-    return svc_test_exit("test_dev_wait");
+    return tcheck_exit("test_dev_wait");
 }

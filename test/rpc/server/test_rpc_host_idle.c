@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/test_rpc_host_idle.c - test_rpc_host's idle-lanes, idle-wide and slow-answers: the
- * server thread while a kernel makes no call, and host clients sleeping for slow answers.
+ * test/rpc/server/test_rpc_host_idle.c - test_rpc_host's idle-lanes, idle-wide and slow-answers:
+ * the server thread while a kernel makes no call, and host clients sleeping for slow answers.
  */
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/services/fuzz_server.c - libFuzzer target for the server's handling of
+ * test/rpc/server/fuzz_server.c - libFuzzer target for the server's handling of
  * device bytes: arbitrary calls (any opcode, lane mask, wide flag, packet
  * count and packet bytes, answers read or not, calls abandoned midway) go
  * straight onto the ports of a fresh server, which is served between steps.
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../rpc/device_client.h"
-#include "../../rpc/rpc.h"
+#include "../../../rpc/device_client.h"
+#include "../../../rpc/rpc.h"
 #include "tether/rpc.h"
 #include "svc_shared_mem.h"
 
