@@ -13,6 +13,7 @@
  * Record a failure and end the process at once (exit 1), for a check that later code relies on
  * (a pointer about to be used, a set-up step):
  *   REQUIRE(cond)            REQUIRE_RC(expr, want)
+ *   REQUIREF(cond, fmt, ...) with a printf-style message after the condition
  * At the end of main: `return tcheck_exit("name");` prints a summary and gives the exit status,
  * 0 only when every check passed and at least one ran.  tcheck_failures() is the number of checks
  * failed so far (a test that wants to know whether one phase failed).
@@ -101,6 +102,16 @@ static inline int tcheck_msg(const char *file, int line, const char *msg, ...)
 #define REQUIRE(cond)                                                                              \
     do {                                                                                           \
         if (!tcheck_note(!!(cond), __FILE__, __LINE__, "REQUIRE failed: %s", #cond)) {             \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define REQUIREF(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!tcheck_note(!!(cond), __FILE__, __LINE__, "REQUIRE failed: %s", #cond)) {             \
+            fputs("  ", stderr);                                                                   \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)

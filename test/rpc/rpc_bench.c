@@ -103,7 +103,7 @@ static double run_pingpong(uint32_t pairs, uint64_t rounds)
 {
     struct pingpong *pp = aligned_alloc(64, sizeof(*pp) * pairs);
     pthread_t t[2 * 64];
-    CHECK(pp && pairs <= 64);
+    REQUIRE(pp && pairs <= 64);
     for (uint32_t i = 0; i < pairs; i++) {
         atomic_init(&pp[i].ping, 0);
         atomic_init(&pp[i].pong, 0);
@@ -111,11 +111,11 @@ static double run_pingpong(uint32_t pairs, uint64_t rounds)
     }
     double t0 = test_now();
     for (uint32_t i = 0; i < pairs; i++) {
-        CHECK(pthread_create(&t[2 * i], NULL, pong_main, &pp[i]) == 0);
-        CHECK(pthread_create(&t[2 * i + 1], NULL, ping_main, &pp[i]) == 0);
+        REQUIRE(pthread_create(&t[2 * i], NULL, pong_main, &pp[i]) == 0);
+        REQUIRE(pthread_create(&t[2 * i + 1], NULL, ping_main, &pp[i]) == 0);
     }
     for (uint32_t i = 0; i < 2 * pairs; i++)
-        CHECK(pthread_join(t[i], NULL) == 0);
+        REQUIRE(pthread_join(t[i], NULL) == 0);
     double dt = test_now() - t0;
     free(pp);
     return dt;
@@ -157,7 +157,7 @@ static void *call_client_main(void *arg)
         rpc_client_send(&c->client, &port, put_word, &v);
         rpc_client_recv(&c->client, &port, get_word, &r);
         rpc_client_close(&c->client, &port);
-        CHECK(r == i + 1);
+        REQUIRE(r == i + 1);
     }
     atomic_fetch_add(&c->done, 1);
     return NULL;
@@ -191,24 +191,24 @@ static double run_calls(uint32_t clients, uint64_t per_client)
 {
     const uint32_t ports = 64;
     struct calls *c = calloc(1, sizeof(*c));
-    CHECK(c);
+    REQUIRE(c);
     uint64_t size = rpc_region_size(ports, 1);
     c->region = test_map(size, 0);
     c->client_locks = calloc(1, rpc_lock_size(ports));
     c->server_locks = calloc(1, rpc_lock_size(ports));
-    CHECK(rpc_client_init(&c->client, c->region, ports, 1, c->client_locks) == TETHER_OK);
-    CHECK(rpc_server_init(&c->server, c->region, ports, 1, c->server_locks) == TETHER_OK);
+    REQUIRE(rpc_client_init(&c->client, c->region, ports, 1, c->client_locks) == TETHER_OK);
+    REQUIRE(rpc_server_init(&c->server, c->region, ports, 1, c->server_locks) == TETHER_OK);
     c->per_client = per_client;
     c->clients = clients;
     pthread_t server, t[64];
-    CHECK(clients <= 64);
+    REQUIRE(clients <= 64);
     double t0 = test_now();
-    CHECK(pthread_create(&server, NULL, call_server_main, c) == 0);
+    REQUIRE(pthread_create(&server, NULL, call_server_main, c) == 0);
     for (uint32_t i = 0; i < clients; i++)
-        CHECK(pthread_create(&t[i], NULL, call_client_main, c) == 0);
+        REQUIRE(pthread_create(&t[i], NULL, call_client_main, c) == 0);
     for (uint32_t i = 0; i < clients; i++)
-        CHECK(pthread_join(t[i], NULL) == 0);
-    CHECK(pthread_join(server, NULL) == 0);
+        REQUIRE(pthread_join(t[i], NULL) == 0);
+    REQUIRE(pthread_join(server, NULL) == 0);
     double dt = test_now() - t0;
     test_unmap(c->region, size);
     free(c->client_locks);
@@ -238,10 +238,10 @@ static void sweep_figure(uint32_t ports, uint64_t reps)
     void *region = test_map(size, 0);
     void *locks = calloc(1, rpc_lock_size(ports));
     struct rpc_server server;
-    CHECK(rpc_server_init(&server, region, ports, 1, locks) == TETHER_OK);
+    REQUIRE(rpc_server_init(&server, region, ports, 1, locks) == TETHER_OK);
     const uint32_t n = ports >= 4096 ? 200 : 20000;
     double ours[32] = {0}, base[32] = {0};
-    CHECK(reps <= 32);
+    REQUIRE(reps <= 32);
     volatile uint32_t sink = 0;
     for (uint64_t r = 0; r < reps; r++) {
         double t0 = test_now();
@@ -269,7 +269,7 @@ int main(int argc, char **argv)
     const struct test_opt opts[] = {
         {"--calls", &opt_calls}, {"--reps", &opt_reps}, {"--pin", &opt_pin}};
     test_parse(argc, argv, opts, 3);
-    CHECK(opt_reps >= 1 && opt_reps <= 32);
+    REQUIRE(opt_reps >= 1 && opt_reps <= 32);
 
     /* One-packet round trip, 1 client vs 1 ping-pong pair, pinned. */
     double ours[32] = {0}, base[32] = {0};

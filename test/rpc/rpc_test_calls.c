@@ -100,8 +100,8 @@ static void check_short(struct rpc_buffer *b, uint32_t lane, struct packet *p)
     const unsigned char *got = (const unsigned char *)b->data,
                         *pkt = (const unsigned char *)full.data;
     for (uint32_t i = 0; i < RPC_BUFFER_SIZE; i++)
-        CHECKF(got[i] == (i < p->nbytes ? pkt[i] : 0), "short request byte %u of %u: %#x", i,
-               p->nbytes, got[i]);
+        REQUIREF(got[i] == (i < p->nbytes ? pkt[i] : 0), "short request byte %u of %u: %#x", i,
+                 p->nbytes, got[i]);
     p->lanes_seen++;
 }
 
@@ -115,14 +115,14 @@ static void check_packet(struct rpc_buffer *b, uint32_t lane, void *arg)
     }
     if (p->lanes_seen == 0 && p->packet == 0)
         p->tag = b->data[0];
-    CHECKF(b->data[0] == p->tag, "lane %u tag %llx want %llx", lane, (unsigned long long)b->data[0],
-           (unsigned long long)p->tag);
-    CHECKF(b->data[1] == p->mask, "lane %u mask %llx want %llx", lane,
-           (unsigned long long)b->data[1], (unsigned long long)p->mask);
-    CHECK((p->mask >> lane) & 1);
+    REQUIREF(b->data[0] == p->tag, "lane %u tag %llx want %llx", lane,
+             (unsigned long long)b->data[0], (unsigned long long)p->tag);
+    REQUIREF(b->data[1] == p->mask, "lane %u mask %llx want %llx", lane,
+             (unsigned long long)b->data[1], (unsigned long long)p->mask);
+    REQUIRE((p->mask >> lane) & 1);
     for (uint32_t k = 2; k < 8; k++)
-        CHECKF(b->data[k] == word(p->tag, lane, k, p->packet), "lane %u word %u packet %llu", lane,
-               k, (unsigned long long)p->packet);
+        REQUIREF(b->data[k] == word(p->tag, lane, k, p->packet), "lane %u word %u packet %llu",
+                 lane, k, (unsigned long long)p->packet);
     p->lanes_seen++;
 }
 
@@ -144,7 +144,7 @@ static void late_send_short(rpc_port_t *port, const uint64_t *pkt, uint32_t nbyt
     uint32_t lane = (uint32_t)__builtin_ctzll(rpc_port_lane_mask(port));
     uint64_t tag = 0x8000u | (port->seq_ & 0xffu), w[RPC_SHORT_WORDS];
     const unsigned char *bytes = (const unsigned char *)pkt;
-    CHECK((port->state_ & (RPC_PS_FIRST | RPC_PS_OWNED)) == (RPC_PS_FIRST | RPC_PS_OWNED));
+    REQUIRE((port->state_ & (RPC_PS_FIRST | RPC_PS_OWNED)) == (RPC_PS_FIRST | RPC_PS_OWNED));
     w[0] = tag | (uint64_t)rpc_port_opcode(port) << 16 | (uint64_t)lane << 48 | (uint64_t)n << 54;
     for (uint32_t k = 0; k < n; k++) {
         uint64_t v = 0;
@@ -201,7 +201,7 @@ static void *client_main(void *arg)
         } else {
             port = rpc_client_open(&client, op, mask, hint);
         }
-        CHECK(rpc_port_opcode(&port) == op && rpc_port_lane_mask(&port) == mask);
+        REQUIRE(rpc_port_opcode(&port) == op && rpc_port_lane_mask(&port) == mask);
         struct packet p = {tag, mask, 0, 0, 0};
         if (is_short) {
             struct rpc_buffer pkt;
@@ -213,7 +213,7 @@ static void *client_main(void *arg)
         } else {
             rpc_client_send(&client, &port, fill_packet, &p);
         }
-        CHECK(p.lanes_seen == n);
+        REQUIRE(p.lanes_seen == n);
         if ((op & 0xfff) == OP_MULTI) {
             p.packet = 1;
             rpc_client_send(&client, &port, fill_packet, &p);
@@ -224,10 +224,10 @@ static void *client_main(void *arg)
                 rpc_client_recv(&client, &port, NULL, NULL); /* the head alone */
             } else {
                 rpc_client_recv(&client, &port, check_packet, &reply);
-                CHECK(reply.lanes_seen == n);
+                REQUIRE(reply.lanes_seen == n);
             }
-            CHECK(rpc_port_head(&port, 0) == head_payload(tag, 0));
-            CHECK(rpc_port_head(&port, 1) == head_payload(tag, 1));
+            REQUIRE(rpc_port_head(&port, 0) == head_payload(tag, 0));
+            REQUIRE(rpc_port_head(&port, 1) == head_payload(tag, 1));
         }
         rpc_client_close(&client, &port);
     }
@@ -257,21 +257,21 @@ static void *server_main(void *arg)
         uint32_t n = (uint32_t)__builtin_popcountll(mask), nbytes = 0;
         if (opt_short && (op & OP_SHORT)) {
             nbytes = op >> 16;
-            CHECKF(nbytes >= 6 && nbytes <= RPC_SHORT_MAX && n == 1, "short opcode %x mask %llx",
-                   op, (unsigned long long)mask);
+            REQUIREF(nbytes >= 6 && nbytes <= RPC_SHORT_MAX && n == 1, "short opcode %x mask %llx",
+                     op, (unsigned long long)mask);
             op &= 0xfff;
         }
-        CHECKF(op == OP_ECHO || op == OP_FIRE || op == OP_MULTI, "opcode %x", op);
+        REQUIREF(op == OP_ECHO || op == OP_FIRE || op == OP_MULTI, "opcode %x", op);
 
         struct packet p = {0, mask, 0, 0, nbytes};
         rpc_server_recv(server, &port, check_packet, &p);
-        CHECK(p.lanes_seen == n);
+        REQUIRE(p.lanes_seen == n);
         p.nbytes = 0;
         if (op == OP_MULTI) {
             p.packet = 1;
             p.lanes_seen = 0;
             rpc_server_recv(server, &port, check_packet, &p);
-            CHECK(p.lanes_seen == n);
+            REQUIRE(p.lanes_seen == n);
         }
         if (op != OP_FIRE) {
             struct packet reply = {p.tag, mask, 2, 0, 0};
@@ -281,9 +281,9 @@ static void *server_main(void *arg)
         rpc_server_close(server, &port);
 
         uint64_t c = p.tag >> 40, seq = p.tag & ((1ull << 40) - 1);
-        CHECKF(c < opt_clients && seq < per_client, "tag %llx", (unsigned long long)p.tag);
+        REQUIREF(c < opt_clients && seq < per_client, "tag %llx", (unsigned long long)p.tag);
         uint8_t before = atomic_fetch_add(&shared->seen[c * per_client + seq], 1);
-        CHECKF(before == 0, "call %llx served twice", (unsigned long long)p.tag);
+        REQUIREF(before == 0, "call %llx served twice", (unsigned long long)p.tag);
         atomic_fetch_add_explicit(&shared->served, 1, memory_order_relaxed);
     }
     return NULL;
@@ -295,15 +295,15 @@ static void serve_all(void)
 {
     struct rpc_server server;
     void *locks = calloc(1, rpc_lock_size((uint32_t)opt_ports));
-    CHECK(locks);
-    CHECK(rpc_server_init(&server, region, (uint32_t)opt_ports, (uint32_t)opt_lanes, locks) ==
-          TETHER_OK);
+    REQUIRE(locks);
+    REQUIRE(rpc_server_init(&server, region, (uint32_t)opt_ports, (uint32_t)opt_lanes, locks) ==
+            TETHER_OK);
     pthread_t threads[16];
     struct server_arg arg = {&server};
     for (uint64_t i = 0; i < opt_servers; i++)
-        CHECK(pthread_create(&threads[i], NULL, server_main, &arg) == 0);
+        REQUIRE(pthread_create(&threads[i], NULL, server_main, &arg) == 0);
     for (uint64_t i = 0; i < opt_servers; i++)
-        CHECK(pthread_join(threads[i], NULL) == 0);
+        REQUIRE(pthread_join(threads[i], NULL) == 0);
     free(locks);
 }
 
@@ -317,10 +317,10 @@ static void *serve_all_main(void *arg)
 static void check_all_seen(void)
 {
     uint64_t total = per_client * opt_clients;
-    CHECK(atomic_load(&shared->served) == total);
+    REQUIRE(atomic_load(&shared->served) == total);
     for (uint64_t i = 0; i < total; i++)
-        CHECKF(atomic_load(&shared->seen[i]) == 1, "call %llu seen %u times", (unsigned long long)i,
-               (unsigned)atomic_load(&shared->seen[i]));
+        REQUIREF(atomic_load(&shared->seen[i]) == 1, "call %llu seen %u times",
+                 (unsigned long long)i, (unsigned)atomic_load(&shared->seen[i]));
 }
 
 int main(int argc, char **argv)
@@ -331,9 +331,9 @@ int main(int argc, char **argv)
         {"--short", &opt_short},     {"--late", &opt_late},   {"--home", &opt_home},
     };
     test_parse(argc, argv, opts, (int)(sizeof(opts) / sizeof(opts[0])));
-    CHECK(opt_clients >= 1 && opt_clients <= 256 && opt_servers >= 1 && opt_servers <= 16);
-    CHECK(opt_short <= 1 && opt_late <= opt_short && opt_home <= 1);
-    CHECK(rpc_config_valid((uint32_t)opt_ports, (uint32_t)opt_lanes));
+    REQUIRE(opt_clients >= 1 && opt_clients <= 256 && opt_servers >= 1 && opt_servers <= 16);
+    REQUIRE(opt_short <= 1 && opt_late <= opt_short && opt_home <= 1);
+    REQUIRE(rpc_config_valid((uint32_t)opt_ports, (uint32_t)opt_lanes));
     per_client = (opt_calls + opt_clients - 1) / opt_clients;
     uint64_t total = per_client * opt_clients;
 
@@ -343,9 +343,9 @@ int main(int argc, char **argv)
     shared = test_map(shared_size, (int)opt_fork);
 
     void *client_locks = calloc(1, rpc_lock_size((uint32_t)opt_ports));
-    CHECK(client_locks);
-    CHECK(rpc_client_init(&client, region, (uint32_t)opt_ports, (uint32_t)opt_lanes,
-                          client_locks) == TETHER_OK);
+    REQUIRE(client_locks);
+    REQUIRE(rpc_client_init(&client, region, (uint32_t)opt_ports, (uint32_t)opt_lanes,
+                            client_locks) == TETHER_OK);
 
     double t0 = test_now();
     pid_t child = -1;
@@ -353,28 +353,29 @@ int main(int argc, char **argv)
     if (opt_fork) {
         fflush(NULL);
         child = fork();
-        CHECK(child >= 0);
+        REQUIRE(child >= 0);
         if (child == 0) {
             serve_all();
             check_all_seen();
             _exit(0);
         }
     } else {
-        CHECK(pthread_create(&server_thread, NULL, serve_all_main, NULL) == 0);
+        REQUIRE(pthread_create(&server_thread, NULL, serve_all_main, NULL) == 0);
     }
 
     pthread_t threads[256];
     for (uint64_t c = 0; c < opt_clients; c++)
-        CHECK(pthread_create(&threads[c], NULL, client_main, (void *)(uintptr_t)c) == 0);
+        REQUIRE(pthread_create(&threads[c], NULL, client_main, (void *)(uintptr_t)c) == 0);
     for (uint64_t c = 0; c < opt_clients; c++)
-        CHECK(pthread_join(threads[c], NULL) == 0);
+        REQUIRE(pthread_join(threads[c], NULL) == 0);
 
     if (opt_fork) {
         int status = 0;
-        CHECK(waitpid(child, &status, 0) == child);
-        CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "server process status %#x", status);
+        REQUIRE(waitpid(child, &status, 0) == child);
+        REQUIREF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "server process status %#x",
+                 status);
     } else {
-        CHECK(pthread_join(server_thread, NULL) == 0);
+        REQUIRE(pthread_join(server_thread, NULL) == 0);
     }
     check_all_seen();
     double dt = test_now() - t0;
@@ -383,14 +384,14 @@ int main(int argc, char **argv)
      * lock is held and no short request word is left. */
     struct rpc_server probe;
     void *probe_locks = calloc(1, rpc_lock_size((uint32_t)opt_ports));
-    CHECK(rpc_server_init(&probe, region, (uint32_t)opt_ports, (uint32_t)opt_lanes, probe_locks) ==
-          TETHER_OK);
+    REQUIRE(rpc_server_init(&probe, region, (uint32_t)opt_ports, (uint32_t)opt_lanes,
+                            probe_locks) == TETHER_OK);
     rpc_port_t none;
-    CHECK(!rpc_server_try_open(&probe, &none));
+    REQUIRE(!rpc_server_try_open(&probe, &none));
     for (uint32_t p = 0; p < (uint32_t)opt_ports; p++) {
-        CHECK((atomic_load(&((rpc_state_t *)client_locks)[p]) & RPC_CS_LOCK) == 0);
+        REQUIRE((atomic_load(&((rpc_state_t *)client_locks)[p]) & RPC_CS_LOCK) == 0);
         for (uint32_t k = 0; k < RPC_SHORT_WORDS; k++)
-            CHECK(atomic_load(&client.process.headers[p].req[k]) == 0);
+            REQUIRE(atomic_load(&client.process.headers[p].req[k]) == 0);
     }
     free(probe_locks);
 
@@ -404,5 +405,5 @@ int main(int argc, char **argv)
     free(client_locks);
     test_unmap(region, region_size);
     test_unmap(shared, shared_size);
-    return 0;
+    return tcheck_exit("rpc_test_calls");
 }

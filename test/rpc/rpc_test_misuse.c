@@ -168,17 +168,17 @@ static int run_case(const struct misuse_case *c)
 {
     fflush(NULL);
     pid_t pid = fork();
-    CHECK(pid >= 0);
+    REQUIRE(pid >= 0);
     if (pid == 0) {
         /* Quiet the expected assertion message. */
         if (c->dies)
-            CHECK(freopen("/dev/null", "w", stderr) != NULL);
+            REQUIRE(freopen("/dev/null", "w", stderr) != NULL);
         signal(SIGABRT, on_abort);
         c->run();
         _exit(reached == 2 ? 0 : 3);
     }
     int status = 0;
-    CHECK(waitpid(pid, &status, 0) == pid);
+    REQUIRE(waitpid(pid, &status, 0) == pid);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     int ok = code == (c->dies ? 42 : 0);
     printf("%-24s %s (%s)\n", c->name, ok ? "ok" : "FAILED",
@@ -196,9 +196,9 @@ int main(void)
     void *region = test_map(size, 0), *region2 = test_map(size, 0);
     void *cl = calloc(1, rpc_lock_size(ports)), *sl = calloc(1, rpc_lock_size(ports));
     void *ol = calloc(1, rpc_lock_size(ports));
-    CHECK(rpc_client_init(&client, region, ports, lanes, cl) == TETHER_OK);
-    CHECK(rpc_server_init(&server, region, ports, lanes, sl) == TETHER_OK);
-    CHECK(rpc_client_init(&other_client, region2, ports, lanes, ol) == TETHER_OK);
+    REQUIRE(rpc_client_init(&client, region, ports, lanes, cl) == TETHER_OK);
+    REQUIRE(rpc_server_init(&server, region, ports, lanes, sl) == TETHER_OK);
+    REQUIRE(rpc_client_init(&other_client, region2, ports, lanes, ol) == TETHER_OK);
 
     static const struct misuse_case cases[] = {
         {"control", control, 0},

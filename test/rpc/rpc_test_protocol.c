@@ -17,13 +17,13 @@ void pair_init(struct pair *p, uint32_t ports, uint32_t lanes)
     p->ports = ports;
     p->lanes = lanes;
     p->size = rpc_region_size(ports, lanes);
-    CHECK(p->size != 0);
+    REQUIRE(p->size != 0);
     p->region = test_map(p->size, 0);
     p->client_locks = calloc(1, rpc_lock_size(ports));
     p->server_locks = calloc(1, rpc_lock_size(ports));
-    CHECK(p->client_locks && p->server_locks);
-    CHECK(rpc_client_init(&p->client, p->region, ports, lanes, p->client_locks) == TETHER_OK);
-    CHECK(rpc_server_init(&p->server, p->region, ports, lanes, p->server_locks) == TETHER_OK);
+    REQUIRE(p->client_locks && p->server_locks);
+    REQUIRE(rpc_client_init(&p->client, p->region, ports, lanes, p->client_locks) == TETHER_OK);
+    REQUIRE(rpc_server_init(&p->server, p->region, ports, lanes, p->server_locks) == TETHER_OK);
 }
 
 void pair_fini(struct pair *p)
@@ -57,10 +57,10 @@ void get(struct rpc_buffer *b, uint32_t lane, void *arg)
 void answer_and_finish(struct pair *p, rpc_port_t *sp, rpc_port_t *cp, rpc_lane_fn fill, void *arg,
                        uint64_t h0, uint64_t h1)
 {
-    CHECK(rpc_server_try_send(&p->server, sp, fill, arg));
+    REQUIRE(rpc_server_try_send(&p->server, sp, fill, arg));
     rpc_server_close(&p->server, sp);
-    CHECK(rpc_client_try_recv(&p->client, cp, NULL, NULL));
-    CHECK(rpc_port_head(cp, 0) == h0 && rpc_port_head(cp, 1) == h1);
+    REQUIRE(rpc_client_try_recv(&p->client, cp, NULL, NULL));
+    REQUIRE(rpc_port_head(cp, 0) == h0 && rpc_port_head(cp, 1) == h1);
     rpc_client_close(&p->client, cp);
     pair_fini(p);
 }
@@ -132,7 +132,7 @@ bool short_bytes_ok(const struct rpc_buffer *b, const uint64_t pkt[8], uint32_t 
 void grab(struct rpc_buffer *b, uint32_t lane, void *arg)
 {
     struct grabbed *g = arg;
-    CHECK(lane < RPC_LANES_MAX && !((g->seen >> lane) & 1));
+    REQUIRE(lane < RPC_LANES_MAX && !((g->seen >> lane) & 1));
     g->seen |= 1ull << lane;
     g->buf[lane] = *b;
 }
@@ -146,7 +146,7 @@ void fill_pattern(struct rpc_buffer *b, uint32_t lane, void *arg)
 void check_pattern(struct rpc_buffer *b, uint32_t lane, void *arg)
 {
     for (uint32_t k = 0; k < 8; k++)
-        CHECK(b->data[k] == test_mix(*(uint64_t *)arg + lane * 8 + k));
+        REQUIRE(b->data[k] == test_mix(*(uint64_t *)arg + lane * 8 + k));
 }
 
 int main(void)
@@ -181,5 +181,5 @@ int main(void)
     test_short_mix(3, 2000, 2);
     test_short_mix(64, 1000, 3);
     printf("rpc_test_protocol: ok\n");
-    return 0;
+    return tcheck_exit("rpc_test_protocol");
 }

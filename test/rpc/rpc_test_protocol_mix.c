@@ -25,11 +25,11 @@ static void mix_open(struct mix *m, rpc_port_t *cp, uint32_t opcode, uint64_t ma
 {
     uint32_t c, s;
     mailbox(&m->p, 0, &c, &s);
-    CHECK(c == s);
-    CHECK(req_all_zero(&m->p, 0));
-    CHECK(rpc_client_try_open_port(&m->p.client, opcode, mask, 0, cp));
+    REQUIRE(c == s);
+    REQUIRE(req_all_zero(&m->p, 0));
+    REQUIRE(rpc_client_try_open_port(&m->p.client, opcode, mask, 0, cp));
     m->calls++;
-    CHECKF(((cp->state_ & RPC_PS_READ) != 0) == m->read, "call %u: read state", m->calls);
+    REQUIREF(((cp->state_ & RPC_PS_READ) != 0) == m->read, "call %u: read state", m->calls);
 }
 
 static void mix_close(struct mix *m, rpc_port_t *cp)
@@ -39,36 +39,36 @@ static void mix_close(struct mix *m, rpc_port_t *cp)
     if (!owned)
         m->read = false; /* the server has the port: not known, nothing to fence */
     uint64_t st = client_state(&m->p, 0);
-    CHECK((st & RPC_CS_LOCK) == 0);
-    CHECK(((st & RPC_CS_KNOWN) != 0) == owned);
-    CHECKF(((st & RPC_CS_READ) != 0) == m->read, "call %u: state word %#llx", m->calls,
-           (unsigned long long)st);
-    CHECK(((st >> RPC_CS_SEQ_SHIFT) & 0xff) == (m->calls & 0xff));
+    REQUIRE((st & RPC_CS_LOCK) == 0);
+    REQUIRE(((st & RPC_CS_KNOWN) != 0) == owned);
+    REQUIREF(((st & RPC_CS_READ) != 0) == m->read, "call %u: state word %#llx", m->calls,
+             (unsigned long long)st);
+    REQUIRE(((st >> RPC_CS_SEQ_SHIFT) & 0xff) == (m->calls & 0xff));
 }
 
 static void mix_short(struct mix *m, rpc_port_t *cp, const uint64_t pkt[8], uint32_t nbytes)
 {
     rpc_client_send_short(&m->p.client, cp, pkt, nbytes);
     m->read = false;
-    CHECK(client_flag(&m->p, 0) & RPC_FLAG_SHORT);
-    CHECK((atomic_load(&header_of(&m->p, 0)->req[0]) & 0xffffu) == (0x8000u | (m->calls & 0xff)));
-    CHECK(!rpc_client_try_recv(&m->p.client, cp, NULL, NULL)); /* whatever the head slot holds */
+    REQUIRE(client_flag(&m->p, 0) & RPC_FLAG_SHORT);
+    REQUIRE((atomic_load(&header_of(&m->p, 0)->req[0]) & 0xffffu) == (0x8000u | (m->calls & 0xff)));
+    REQUIRE(!rpc_client_try_recv(&m->p.client, cp, NULL, NULL)); /* whatever the head slot holds */
 }
 
 static void mix_fenced_send(struct mix *m, rpc_port_t *cp, uint64_t seed)
 {
-    CHECK(rpc_client_try_send(&m->p.client, cp, fill_pattern, &seed));
+    REQUIRE(rpc_client_try_send(&m->p.client, cp, fill_pattern, &seed));
     m->read = false;
-    CHECK((client_flag(&m->p, 0) & RPC_FLAG_SHORT) == 0);
-    CHECK(req_all_zero(&m->p, 0));
+    REQUIRE((client_flag(&m->p, 0) & RPC_FLAG_SHORT) == 0);
+    REQUIRE(req_all_zero(&m->p, 0));
 }
 
 static void mix_server_open(struct mix *m, rpc_port_t *sp, uint32_t opcode, uint64_t mask)
 {
-    CHECK(rpc_server_try_open(&m->p.server, sp));
-    CHECK(rpc_port_index(sp) == 0 && rpc_port_opcode(sp) == opcode);
-    CHECK(rpc_port_lane_mask(sp) == mask);
-    CHECK(req_all_zero(&m->p, 0));
+    REQUIRE(rpc_server_try_open(&m->p.server, sp));
+    REQUIRE(rpc_port_index(sp) == 0 && rpc_port_opcode(sp) == opcode);
+    REQUIRE(rpc_port_lane_mask(sp) == mask);
+    REQUIRE(req_all_zero(&m->p, 0));
 }
 
 static void mix_server_recv_short(struct mix *m, rpc_port_t *sp, uint32_t lane,
@@ -76,8 +76,8 @@ static void mix_server_recv_short(struct mix *m, rpc_port_t *sp, uint32_t lane,
 {
     struct grabbed g;
     g.seen = 0;
-    CHECK(rpc_server_try_recv(&m->p.server, sp, grab, &g) && g.seen == 1ull << lane);
-    CHECKF(short_bytes_ok(&g.buf[lane], pkt, nbytes), "call %u", m->calls);
+    REQUIRE(rpc_server_try_recv(&m->p.server, sp, grab, &g) && g.seen == 1ull << lane);
+    REQUIREF(short_bytes_ok(&g.buf[lane], pkt, nbytes), "call %u", m->calls);
 }
 
 void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
@@ -105,48 +105,48 @@ void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
             mix_server_open(&m, &sp, opcode, mask);
             mix_server_recv_short(&m, &sp, lane, pkt, nbytes);
             rpc_port_set_head(&sp, h0, h1);
-            CHECK(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
+            REQUIRE(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
             rpc_server_close(&m.p.server, &sp);
             if (shape == 0) {
-                CHECK(rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));
+                REQUIRE(rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));
                 if (mix_rand(&m, 2)) {
                     rpc_client_peek(&m.p.client, &cp, check_pattern, &a);
                     m.read = true;
                 }
             } else {
-                CHECK(rpc_client_try_recv(&m.p.client, &cp, check_pattern, &a));
+                REQUIRE(rpc_client_try_recv(&m.p.client, &cp, check_pattern, &a));
                 m.read = true;
             }
-            CHECK(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
+            REQUIRE(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
             mix_close(&m, &cp);
             break;
         case 2: /* short, fire and forget (answered by the server anyway, or not) */
             mix_open(&m, &cp, opcode, mask);
             mix_short(&m, &cp, pkt, nbytes);
             mix_close(&m, &cp);
-            CHECK(!rpc_client_try_open_port(&m.p.client, opcode, mask, 0, &other));
+            REQUIRE(!rpc_client_try_open_port(&m.p.client, opcode, mask, 0, &other));
             mix_server_open(&m, &sp, opcode, mask);
             mix_server_recv_short(&m, &sp, lane, pkt, nbytes);
             if (mix_rand(&m, 2)) {
                 rpc_port_set_head(&sp, h0, h1);
-                CHECK(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
+                REQUIRE(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
             }
             rpc_server_close(&m.p.server, &sp);
             break;
         case 3: /* short, then a fenced second packet */
             mix_open(&m, &cp, opcode, mask);
             mix_short(&m, &cp, pkt, nbytes);
-            CHECK(!rpc_client_try_send(&m.p.client, &cp, fill_pattern, &b)); /* server's turn */
+            REQUIRE(!rpc_client_try_send(&m.p.client, &cp, fill_pattern, &b)); /* server's turn */
             mix_server_open(&m, &sp, opcode, mask);
             mix_server_recv_short(&m, &sp, lane, pkt, nbytes);
-            CHECK(!rpc_server_try_recv(&m.p.server, &sp, check_pattern, &b)); /* hands back */
+            REQUIRE(!rpc_server_try_recv(&m.p.server, &sp, check_pattern, &b)); /* hands back */
             mix_fenced_send(&m, &cp, b);
-            CHECK(rpc_server_try_recv(&m.p.server, &sp, check_pattern, &b));
+            REQUIRE(rpc_server_try_recv(&m.p.server, &sp, check_pattern, &b));
             rpc_port_set_head(&sp, h0, h1);
-            CHECK(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
-            CHECK(rpc_client_try_recv(&m.p.client, &cp, check_pattern, &a));
+            REQUIRE(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
+            REQUIRE(rpc_client_try_recv(&m.p.client, &cp, check_pattern, &a));
             m.read = true;
-            CHECK(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
+            REQUIRE(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
             rpc_server_close(&m.p.server, &sp);
             mix_close(&m, &cp);
             break;
@@ -155,16 +155,16 @@ void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
             mix_open(&m, &cp, opcode, mask);
             mix_fenced_send(&m, &cp, b);
             mix_server_open(&m, &sp, opcode, mask);
-            CHECK(rpc_server_try_recv(&m.p.server, &sp, check_pattern, &b));
+            REQUIRE(rpc_server_try_recv(&m.p.server, &sp, check_pattern, &b));
             rpc_port_set_head(&sp, h0, h1);
-            CHECK(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
+            REQUIRE(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
             if (mix_rand(&m, 2)) {
-                CHECK(rpc_client_try_recv(&m.p.client, &cp, check_pattern, &a));
+                REQUIRE(rpc_client_try_recv(&m.p.client, &cp, check_pattern, &a));
                 m.read = true;
             } else {
-                CHECK(rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));
+                REQUIRE(rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));
             }
-            CHECK(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
+            REQUIRE(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
             mix_close(&m, &cp);
             rpc_server_close(&m.p.server, &sp);
             break;
@@ -173,7 +173,7 @@ void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
             mix_fenced_send(&m, &cp, b);
             mix_close(&m, &cp);
             mix_server_open(&m, &sp, opcode, mask);
-            CHECK(rpc_server_try_recv(&m.p.server, &sp, check_pattern, &b));
+            REQUIRE(rpc_server_try_recv(&m.p.server, &sp, check_pattern, &b));
             rpc_server_close(&m.p.server, &sp);
             break;
         case 6: { /* one-packet streams both ways */
@@ -188,11 +188,11 @@ void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
             mix_open(&m, &cp, opcode, mask);
             rpc_client_send_n(&m.p.client, &cp, src, size);
             m.read = false;
-            CHECK((client_flag(&m.p, 0) & RPC_FLAG_SHORT) == 0);
+            REQUIRE((client_flag(&m.p, 0) & RPC_FLAG_SHORT) == 0);
             mix_server_open(&m, &sp, opcode, mask);
             memset(into, 0, sizeof(into));
             rpc_server_recv_n(&m.p.server, &sp, dst, cap, got_size);
-            CHECK(got_size[lane] == size[lane] && memcmp(into, pkt, size[lane]) == 0);
+            REQUIRE(got_size[lane] == size[lane] && memcmp(into, pkt, size[lane]) == 0);
             for (uint32_t k = 0; k < sizeof(back); k++)
                 back[k] = (unsigned char)(a + k);
             src[lane] = back;
@@ -202,7 +202,7 @@ void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
             memset(into, 0, sizeof(into));
             rpc_client_recv_n(&m.p.client, &cp, dst, cap, got_size);
             m.read = true;
-            CHECK(got_size[lane] == size[lane] && memcmp(into, back, size[lane]) == 0);
+            REQUIRE(got_size[lane] == size[lane] && memcmp(into, back, size[lane]) == 0);
             mix_close(&m, &cp);
             break;
         }
@@ -211,23 +211,23 @@ void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
             mix_short(&m, &cp, pkt, nbytes);
             mix_server_open(&m, &sp, opcode, mask);
             mix_server_recv_short(&m, &sp, lane, pkt, nbytes);
-            CHECK(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
-            CHECK(rpc_client_try_recv(&m.p.client, &cp, check_pattern, &a));
+            REQUIRE(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &a));
+            REQUIRE(rpc_client_try_recv(&m.p.client, &cp, check_pattern, &a));
             m.read = true;
-            CHECK(!rpc_server_try_send(&m.p.server, &sp, fill_pattern, &b)); /* client's turn */
-            CHECK(!rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));       /* hands back */
+            REQUIRE(!rpc_server_try_send(&m.p.server, &sp, fill_pattern, &b)); /* client's turn */
+            REQUIRE(!rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));       /* hands back */
             m.read = false;
             rpc_port_set_head(&sp, h0, h1);
-            CHECK(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &b));
-            CHECK(rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));
-            CHECK(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
+            REQUIRE(rpc_server_try_send(&m.p.server, &sp, fill_pattern, &b));
+            REQUIRE(rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));
+            REQUIRE(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
             rpc_server_close(&m.p.server, &sp);
             mix_close(&m, &cp);
             break;
         case 8: /* open and close with no send: the state word keeps its read bit */
             mix_open(&m, &cp, opcode, mask);
             mix_close(&m, &cp);
-            CHECK(!rpc_server_try_open(&m.p.server, &sp));
+            REQUIRE(!rpc_server_try_open(&m.p.server, &sp));
             break;
         case 9: /* a short call whose words are late, then arrive */
             mix_open(&m, &cp, opcode, mask);
@@ -237,27 +237,27 @@ void test_short_mix(uint32_t lanes, uint32_t calls, uint64_t seed)
                 rpc_head_word_t *req = header_of(&m.p, 0)->req;
                 uint64_t saved = atomic_load(&req[k]);
                 atomic_store(&req[k], 0);
-                CHECK(!rpc_server_try_open(&m.p.server, &sp) && !server_locked(&m.p, 0));
+                REQUIRE(!rpc_server_try_open(&m.p.server, &sp) && !server_locked(&m.p, 0));
                 atomic_store(&req[k], saved);
             }
             mix_server_open(&m, &sp, opcode, mask);
             mix_server_recv_short(&m, &sp, lane, pkt, nbytes);
             rpc_port_set_head(&sp, h0, h1);
-            CHECK(rpc_server_try_send(&m.p.server, &sp, NULL, NULL));
+            REQUIRE(rpc_server_try_send(&m.p.server, &sp, NULL, NULL));
             rpc_server_close(&m.p.server, &sp);
-            CHECK(rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));
-            CHECK(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
+            REQUIRE(rpc_client_try_recv(&m.p.client, &cp, NULL, NULL));
+            REQUIRE(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
             mix_close(&m, &cp);
             break;
         }
         uint32_t c, s;
         mailbox(&m.p, 0, &c, &s);
-        CHECKF(c == s, "call %u shape %u", m.calls, shape);
-        CHECK(req_all_zero(&m.p, 0));
-        CHECK(!server_locked(&m.p, 0));
+        REQUIREF(c == s, "call %u shape %u", m.calls, shape);
+        REQUIRE(req_all_zero(&m.p, 0));
+        REQUIRE(!server_locked(&m.p, 0));
     }
     for (uint32_t k = 0; k < 10; k++)
-        CHECKF(shapes[k] > 0, "shape %u never ran", k);
-    CHECK(m.calls >= 600);
+        REQUIREF(shapes[k] > 0, "shape %u never ran", k);
+    REQUIRE(m.calls >= 600);
     pair_fini(&m.p);
 }

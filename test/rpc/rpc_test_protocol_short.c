@@ -18,77 +18,77 @@ static void short_round_trip(struct pair *p, uint32_t index, uint32_t lane, uint
     for (uint32_t l = 0; l < p->lanes; l++)
         memset(lane_buffer(p, index, l), 0xa5, RPC_BUFFER_SIZE);
 
-    CHECK(rpc_client_try_open_port(&p->client, opcode, mask, index, &cp));
-    CHECK(req_all_zero(p, index));
+    REQUIRE(rpc_client_try_open_port(&p->client, opcode, mask, index, &cp));
+    REQUIRE(req_all_zero(p, index));
     mailbox(p, index, &c0, &s0);
-    CHECK(c0 == s0);
+    REQUIRE(c0 == s0);
     rpc_client_send_short(&p->client, &cp, pkt, nbytes);
     mailbox(p, index, &c, &s);
-    CHECK(c == (c0 ^ 1) && s == s0);
-    CHECK(client_flag(p, index) == (c | RPC_FLAG_SHORT));
+    REQUIRE(c == (c0 ^ 1) && s == s0);
+    REQUIRE(client_flag(p, index) == (c | RPC_FLAG_SHORT));
     uint64_t meta = atomic_load(&header_of(p, index)->req[0]);
     uint32_t n = (nbytes + 5) / 6;
     /* The meta word as documented: tag, opcode (16..47), lane (48..53), n (54..57). */
-    CHECK((meta & 0x8000u) != 0);
-    CHECK((uint32_t)(meta >> 16) == opcode && ((meta >> 48) & 0x3f) == lane);
-    CHECK(((meta >> 54) & 0xf) == n && (meta >> 58) == 0);
+    REQUIRE((meta & 0x8000u) != 0);
+    REQUIRE((uint32_t)(meta >> 16) == opcode && ((meta >> 48) & 0x3f) == lane);
+    REQUIRE(((meta >> 54) & 0xf) == n && (meta >> 58) == 0);
     for (uint32_t k = 1; k < RPC_SHORT_WORDS; k++) {
         uint64_t word = atomic_load(&header_of(p, index)->req[k]);
-        CHECK(k <= n ? (word & 0xffffu) == (meta & 0xffffu) : word == 0);
+        REQUIRE(k <= n ? (word & 0xffffu) == (meta & 0xffffu) : word == 0);
     }
-    CHECK(rpc_server_waiting(&p->server, index));
-    CHECK(!rpc_client_try_recv(&p->client, &cp, NULL, NULL)); /* no answer yet */
-    CHECK(!rpc_client_try_open_port(&p->client, opcode, mask, index, &other));
+    REQUIRE(rpc_server_waiting(&p->server, index));
+    REQUIRE(!rpc_client_try_recv(&p->client, &cp, NULL, NULL)); /* no answer yet */
+    REQUIRE(!rpc_client_try_open_port(&p->client, opcode, mask, index, &other));
 
-    CHECK(rpc_server_try_open(&p->server, &sp));
-    CHECK(rpc_port_index(&sp) == index && rpc_port_opcode(&sp) == opcode);
-    CHECK(rpc_port_lane_mask(&sp) == mask);
-    CHECK(req_all_zero(p, index));
+    REQUIRE(rpc_server_try_open(&p->server, &sp));
+    REQUIRE(rpc_port_index(&sp) == index && rpc_port_opcode(&sp) == opcode);
+    REQUIRE(rpc_port_lane_mask(&sp) == mask);
+    REQUIRE(req_all_zero(p, index));
     w[0] = atomic_load(&header_of(p, index)->head[0]);
     w[1] = atomic_load(&header_of(p, index)->head[1]);
-    CHECK(w[0] == 0 && w[1] == 0); /* the server cleared the head at the open */
+    REQUIRE(w[0] == 0 && w[1] == 0); /* the server cleared the head at the open */
     struct grabbed g;
     g.seen = 0;
-    CHECK(rpc_server_try_recv(&p->server, &sp, grab, &g));
-    CHECK(g.seen == mask);
-    CHECK(short_bytes_ok(&g.buf[lane], pkt, nbytes));
+    REQUIRE(rpc_server_try_recv(&p->server, &sp, grab, &g));
+    REQUIRE(g.seen == mask);
+    REQUIRE(short_bytes_ok(&g.buf[lane], pkt, nbytes));
     for (uint32_t l = 0; l < p->lanes; l++) { /* the other lanes' buffers are untouched */
         if (l == lane)
             continue;
         const unsigned char *b = (const unsigned char *)lane_buffer(p, index, l);
         for (uint32_t i = 0; i < RPC_BUFFER_SIZE; i++)
-            CHECK(b[i] == 0xa5);
+            REQUIRE(b[i] == 0xa5);
     }
     uint64_t h0 = test_mix(seed) & head_mask48, h1 = (nbytes * 0x10001ull + opcode) & head_mask48;
     rpc_port_set_head(&sp, h0, h1);
     uint64_t answer = seed * 1000003ull;
-    CHECK(rpc_server_try_send(&p->server, &sp, fill_pattern, &answer));
-    CHECK(rpc_client_try_recv(&p->client, &cp, NULL, NULL));
-    CHECK(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
+    REQUIRE(rpc_server_try_send(&p->server, &sp, fill_pattern, &answer));
+    REQUIRE(rpc_client_try_recv(&p->client, &cp, NULL, NULL));
+    REQUIRE(rpc_port_head(&cp, 0) == h0 && rpc_port_head(&cp, 1) == h1);
     rpc_client_peek(&p->client, &cp, check_pattern, &answer);
     rpc_server_close(&p->server, &sp);
     rpc_client_close(&p->client, &cp);
     mailbox(p, index, &c, &s);
-    CHECK(c == s && c == (c0 ^ 1));
-    CHECK(req_all_zero(p, index));
-    CHECK(client_flag(p, index) & RPC_FLAG_SHORT);
+    REQUIRE(c == s && c == (c0 ^ 1));
+    REQUIRE(req_all_zero(p, index));
+    REQUIRE(client_flag(p, index) & RPC_FLAG_SHORT);
 
     /* A fenced call on the same port: the flag byte loses bit 1. */
     uint64_t v = seed;
-    CHECK(rpc_client_try_open_port(&p->client, opcode + 1, mask, index, &cp));
-    CHECK(rpc_client_try_send(&p->client, &cp, put, &v));
-    CHECK(client_flag(p, index) == (c ^ 1));
-    CHECK(req_all_zero(p, index));
-    CHECK(rpc_server_try_open(&p->server, &sp));
-    CHECK(rpc_port_opcode(&sp) == opcode + 1 && rpc_port_lane_mask(&sp) == mask);
+    REQUIRE(rpc_client_try_open_port(&p->client, opcode + 1, mask, index, &cp));
+    REQUIRE(rpc_client_try_send(&p->client, &cp, put, &v));
+    REQUIRE(client_flag(p, index) == (c ^ 1));
+    REQUIRE(req_all_zero(p, index));
+    REQUIRE(rpc_server_try_open(&p->server, &sp));
+    REQUIRE(rpc_port_opcode(&sp) == opcode + 1 && rpc_port_lane_mask(&sp) == mask);
     uint64_t got[RPC_LANES_MAX] = {0};
-    CHECK(rpc_server_try_recv(&p->server, &sp, get, got) && got[lane] == v + lane);
-    CHECK(rpc_server_try_send(&p->server, &sp, put, &v));
-    CHECK(rpc_client_try_recv(&p->client, &cp, get, got) && got[lane] == v + lane);
+    REQUIRE(rpc_server_try_recv(&p->server, &sp, get, got) && got[lane] == v + lane);
+    REQUIRE(rpc_server_try_send(&p->server, &sp, put, &v));
+    REQUIRE(rpc_client_try_recv(&p->client, &cp, get, got) && got[lane] == v + lane);
     rpc_client_close(&p->client, &cp);
     rpc_server_close(&p->server, &sp);
     mailbox(p, index, &c, &s);
-    CHECK(c == s && c == c0);
+    REQUIRE(c == s && c == c0);
 }
 
 /* 1a: short calls of every size class on first, middle and last lanes and ports. */
@@ -113,7 +113,7 @@ void test_short_round_trip(uint32_t ports, uint32_t lanes)
 static void short_send(struct pair *p, rpc_port_t *cp, uint32_t opcode, uint32_t lane,
                        const uint64_t pkt[8], uint32_t nbytes)
 {
-    CHECK(rpc_client_try_open_port(&p->client, opcode, 1ull << lane, 0, cp));
+    REQUIRE(rpc_client_try_open_port(&p->client, opcode, 1ull << lane, 0, cp));
     rpc_client_send_short(&p->client, cp, pkt, nbytes);
 }
 
@@ -123,21 +123,21 @@ static void short_serve(struct pair *p, rpc_port_t *cp, uint32_t opcode, uint32_
                         const uint64_t pkt[8], uint32_t nbytes)
 {
     rpc_port_t sp;
-    CHECK(rpc_server_try_open(&p->server, &sp));
-    CHECK(rpc_port_index(&sp) == 0 && rpc_port_opcode(&sp) == opcode);
-    CHECK(rpc_port_lane_mask(&sp) == 1ull << lane);
-    CHECK(req_all_zero(p, 0));
+    REQUIRE(rpc_server_try_open(&p->server, &sp));
+    REQUIRE(rpc_port_index(&sp) == 0 && rpc_port_opcode(&sp) == opcode);
+    REQUIRE(rpc_port_lane_mask(&sp) == 1ull << lane);
+    REQUIRE(req_all_zero(p, 0));
     struct grabbed g;
     g.seen = 0;
-    CHECK(rpc_server_try_recv(&p->server, &sp, grab, &g) && g.seen == 1ull << lane);
-    CHECK(short_bytes_ok(&g.buf[lane], pkt, nbytes));
+    REQUIRE(rpc_server_try_recv(&p->server, &sp, grab, &g) && g.seen == 1ull << lane);
+    REQUIRE(short_bytes_ok(&g.buf[lane], pkt, nbytes));
     rpc_port_set_head(&sp, nbytes, opcode);
-    CHECK(rpc_server_try_send(&p->server, &sp, NULL, NULL));
+    REQUIRE(rpc_server_try_send(&p->server, &sp, NULL, NULL));
     rpc_server_close(&p->server, &sp);
-    CHECK(rpc_client_try_recv(&p->client, cp, NULL, NULL));
-    CHECK(rpc_port_head(cp, 0) == nbytes && rpc_port_head(cp, 1) == opcode);
+    REQUIRE(rpc_client_try_recv(&p->client, cp, NULL, NULL));
+    REQUIRE(rpc_port_head(cp, 0) == nbytes && rpc_port_head(cp, 1) == opcode);
     rpc_client_close(&p->client, cp);
-    CHECK(req_all_zero(p, 0));
+    REQUIRE(req_all_zero(p, 0));
 }
 
 /* The server finds the short call on port 0 not ready: it leaves it waiting, unlocked, with its
@@ -153,21 +153,21 @@ static void short_not_ready(struct pair *p, rpc_port_t *cp)
     head_words(p, w);
     uint64_t lane_mask = header_of(p, 0)->lane_mask;
     uint32_t opcode = header_of(p, 0)->opcode, seq = header_of(p, 0)->seq;
-    CHECK(!rpc_server_try_open(&p->server, &sp));
-    CHECK(!rpc_server_try_open_port(&p->server, 0, &sp));
-    CHECK(!rpc_server_try_open(&p->server, &sp)); /* and again: nothing was consumed */
-    CHECK(rpc_server_waiting(&p->server, 0));
-    CHECK(!server_locked(p, 0));
+    REQUIRE(!rpc_server_try_open(&p->server, &sp));
+    REQUIRE(!rpc_server_try_open_port(&p->server, 0, &sp));
+    REQUIRE(!rpc_server_try_open(&p->server, &sp)); /* and again: nothing was consumed */
+    REQUIRE(rpc_server_waiting(&p->server, 0));
+    REQUIRE(!server_locked(p, 0));
     mailbox(p, 0, &c2, &s2);
-    CHECK(c2 == c && s2 == s);
+    REQUIRE(c2 == c && s2 == s);
     for (uint32_t k = 0; k < RPC_SHORT_WORDS; k++)
-        CHECK(atomic_load(&header_of(p, 0)->req[k]) == before[k]);
+        REQUIRE(atomic_load(&header_of(p, 0)->req[k]) == before[k]);
     uint64_t w2[2];
     head_words(p, w2);
-    CHECK(w2[0] == w[0] && w2[1] == w[1]);
-    CHECK(header_of(p, 0)->lane_mask == lane_mask && header_of(p, 0)->opcode == opcode &&
-          header_of(p, 0)->seq == seq);
-    CHECK(!rpc_client_try_recv(&p->client, cp, NULL, NULL));
+    REQUIRE(w2[0] == w[0] && w2[1] == w[1]);
+    REQUIRE(header_of(p, 0)->lane_mask == lane_mask && header_of(p, 0)->opcode == opcode &&
+            header_of(p, 0)->seq == seq);
+    REQUIRE(!rpc_client_try_recv(&p->client, cp, NULL, NULL));
 }
 
 /* 1b: words of a short request arriving after the flag. */
@@ -238,52 +238,52 @@ void test_short_late_other(void)
     uint64_t pkt[8], v = 4, got[1], saved;
     rpc_port_t a, b, sp;
     make_packet(pkt, 3);
-    CHECK(rpc_client_try_open_port(&p.client, 7, 1, 0, &a));
+    REQUIRE(rpc_client_try_open_port(&p.client, 7, 1, 0, &a));
     rpc_client_send_short(&p.client, &a, pkt, 20);
     saved = atomic_load(&header_of(&p, 0)->req[2]);
     atomic_store(&header_of(&p, 0)->req[2], 0);
-    CHECK(rpc_client_try_open_port(&p.client, 8, 1, 2, &b));
-    CHECK(rpc_client_try_send(&p.client, &b, put, &v));
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_index(&sp) == 2); /* 0 is not ready */
-    CHECK(rpc_server_try_recv(&p.server, &sp, get, got) && got[0] == 4);
-    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
+    REQUIRE(rpc_client_try_open_port(&p.client, 8, 1, 2, &b));
+    REQUIRE(rpc_client_try_send(&p.client, &b, put, &v));
+    REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_port_index(&sp) == 2); /* 0 is not ready */
+    REQUIRE(rpc_server_try_recv(&p.server, &sp, get, got) && got[0] == 4);
+    REQUIRE(rpc_server_try_send(&p.server, &sp, put, &v));
     rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_recv(&p.client, &b, get, got) && got[0] == 4);
+    REQUIRE(rpc_client_try_recv(&p.client, &b, get, got) && got[0] == 4);
     rpc_client_close(&p.client, &b);
-    CHECK(!rpc_server_try_open(&p.server, &sp));
+    REQUIRE(!rpc_server_try_open(&p.server, &sp));
     atomic_store(&header_of(&p, 0)->req[2], saved);
     short_serve(&p, &a, 7, 0, pkt, 20); /* found on the next sweep (wraps round to 0) */
 
     /* Call k: a fenced fire-and-forget call that the server answers anyway. */
     uint64_t late[2], w[2];
-    CHECK(rpc_client_try_open_port(&p.client, 9, 1, 0, &a));
-    CHECK(rpc_client_try_send(&p.client, &a, put, &v));
+    REQUIRE(rpc_client_try_open_port(&p.client, 9, 1, 0, &a));
+    REQUIRE(rpc_client_try_send(&p.client, &a, put, &v));
     rpc_client_close(&p.client, &a);
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_index(&sp) == 0);
-    CHECK(rpc_server_try_recv(&p.server, &sp, get, got));
+    REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_port_index(&sp) == 0);
+    REQUIRE(rpc_server_try_recv(&p.server, &sp, get, got));
     rpc_port_set_head(&sp, 1, 2);
-    CHECK(rpc_server_try_send(&p.server, &sp, put, &v));
+    REQUIRE(rpc_server_try_send(&p.server, &sp, put, &v));
     rpc_server_close(&p.server, &sp);
     head_words(&p, late);
-    CHECK(late[0] != 0 && late[1] != 0);
+    REQUIRE(late[0] != 0 && late[1] != 0);
     /* Call k + 1, short: the client does not clear the head, and does not take call k's. */
     make_packet(pkt, 4);
-    CHECK(rpc_client_try_open_port(&p.client, 10, 1, 0, &a));
+    REQUIRE(rpc_client_try_open_port(&p.client, 10, 1, 0, &a));
     rpc_client_send_short(&p.client, &a, pkt, 9);
     head_words(&p, w);
-    CHECK(w[0] == late[0] && w[1] == late[1]);
-    CHECK(!rpc_client_try_recv(&p.client, &a, NULL, NULL));
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_opcode(&sp) == 10);
+    REQUIRE(w[0] == late[0] && w[1] == late[1]);
+    REQUIRE(!rpc_client_try_recv(&p.client, &a, NULL, NULL));
+    REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_port_opcode(&sp) == 10);
     head_words(&p, w);
-    CHECK(w[0] == 0 && w[1] == 0);
+    REQUIRE(w[0] == 0 && w[1] == 0);
     /* Call k's head lands after the open (a server thread that stalled after its flip). */
     struct rpc_header *h = header_of(&p, 0);
     atomic_store(&h->head[0], late[0]);
     atomic_store(&h->head[1], late[1]);
-    CHECK(!rpc_client_try_recv(&p.client, &a, NULL, NULL));
+    REQUIRE(!rpc_client_try_recv(&p.client, &a, NULL, NULL));
     struct grabbed g;
     g.seen = 0;
-    CHECK(rpc_server_try_recv(&p.server, &sp, grab, &g) && short_bytes_ok(&g.buf[0], pkt, 9));
+    REQUIRE(rpc_server_try_recv(&p.server, &sp, grab, &g) && short_bytes_ok(&g.buf[0], pkt, 9));
     rpc_port_set_head(&sp, 11, 12);
     answer_and_finish(&p, &sp, &a, NULL, NULL, 11, 12);
 }
@@ -303,23 +303,23 @@ void test_short_seq_wrap(void)
     for (uint32_t i = 0; i < 255; i++) {
         short_send(&p, &cp, 2, 0, pkt, i % 65);
         rpc_client_close(&p.client, &cp);
-        CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_opcode(&sp) == 2);
+        REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_port_opcode(&sp) == 2);
         struct grabbed g;
         g.seen = 0;
-        CHECK(rpc_server_try_recv(&p.server, &sp, grab, &g) && g.seen == 1);
-        CHECK(short_bytes_ok(&g.buf[0], pkt, i % 65));
+        REQUIRE(rpc_server_try_recv(&p.server, &sp, grab, &g) && g.seen == 1);
+        REQUIRE(short_bytes_ok(&g.buf[0], pkt, i % 65));
         rpc_server_close(&p.server, &sp);
     }
     short_send(&p, &cp, 3, 0, pkt, 64);
-    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
-    CHECK(rpc_server_try_open(&p.server, &sp));
-    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL)); /* opened, not answered */
-    CHECK(rpc_server_try_recv(&p.server, &sp, NULL, NULL));
-    CHECK(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    REQUIRE(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    REQUIRE(rpc_server_try_open(&p.server, &sp));
+    REQUIRE(!rpc_client_try_recv(&p.client, &cp, NULL, NULL)); /* opened, not answered */
+    REQUIRE(rpc_server_try_recv(&p.server, &sp, NULL, NULL));
+    REQUIRE(!rpc_client_try_recv(&p.client, &cp, NULL, NULL));
     rpc_port_set_head(&sp, 6, 7);
-    CHECK(rpc_server_try_send(&p.server, &sp, fill_pattern, &a));
-    CHECK(rpc_client_try_recv(&p.client, &cp, check_pattern, &a));
-    CHECK(rpc_port_head(&cp, 0) == 6 && rpc_port_head(&cp, 1) == 7);
+    REQUIRE(rpc_server_try_send(&p.server, &sp, fill_pattern, &a));
+    REQUIRE(rpc_client_try_recv(&p.client, &cp, check_pattern, &a));
+    REQUIRE(rpc_port_head(&cp, 0) == 6 && rpc_port_head(&cp, 1) == 7);
     rpc_server_close(&p.server, &sp);
     rpc_client_close(&p.client, &cp);
     pair_fini(&p);
@@ -330,11 +330,11 @@ void test_short_seq_wrap(void)
 static void short_call_answered(struct pair *p, rpc_port_t *cp, rpc_port_t *sp, uint32_t opcode,
                                 const uint64_t *pkt, uint64_t *a)
 {
-    CHECK(rpc_client_try_open_port(&p->client, opcode, 1, 0, cp));
-    CHECK((cp->state_ & RPC_PS_READ) == 0);
+    REQUIRE(rpc_client_try_open_port(&p->client, opcode, 1, 0, cp));
+    REQUIRE((cp->state_ & RPC_PS_READ) == 0);
     rpc_client_send_short(&p->client, cp, pkt, 8);
-    CHECK(rpc_server_try_open(&p->server, sp) && rpc_server_try_recv(&p->server, sp, NULL, NULL));
-    CHECK(rpc_server_try_send(&p->server, sp, fill_pattern, a));
+    REQUIRE(rpc_server_try_open(&p->server, sp) && rpc_server_try_recv(&p->server, sp, NULL, NULL));
+    REQUIRE(rpc_server_try_send(&p->server, sp, fill_pattern, a));
     rpc_server_close(&p->server, sp);
 }
 
@@ -349,73 +349,73 @@ void test_short_read_state(void)
     make_packet(pkt, 77);
     /* A fresh port: nothing read. */
     short_call_answered(&p, &cp, &sp, 1, pkt, &a);
-    CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL)); /* head only: no read */
-    CHECK((cp.state_ & RPC_PS_READ) == 0);
+    REQUIRE(rpc_client_try_recv(&p.client, &cp, NULL, NULL)); /* head only: no read */
+    REQUIRE((cp.state_ & RPC_PS_READ) == 0);
     rpc_client_close(&p.client, &cp);
-    CHECK((client_state(&p, 0) & (RPC_CS_KNOWN | RPC_CS_READ)) == RPC_CS_KNOWN);
+    REQUIRE((client_state(&p, 0) & (RPC_CS_KNOWN | RPC_CS_READ)) == RPC_CS_KNOWN);
     /* A call that reads its answer: the state word says so after the close ... */
     short_call_answered(&p, &cp, &sp, 2, pkt, &a);
-    CHECK(rpc_client_try_recv(&p.client, &cp, check_pattern, &a));
-    CHECK(cp.state_ & RPC_PS_READ);
+    REQUIRE(rpc_client_try_recv(&p.client, &cp, check_pattern, &a));
+    REQUIRE(cp.state_ & RPC_PS_READ);
     rpc_client_close(&p.client, &cp);
-    CHECK((client_state(&p, 0) & (RPC_CS_KNOWN | RPC_CS_READ)) == (RPC_CS_KNOWN | RPC_CS_READ));
+    REQUIRE((client_state(&p, 0) & (RPC_CS_KNOWN | RPC_CS_READ)) == (RPC_CS_KNOWN | RPC_CS_READ));
     /* ... through an open and close with nothing sent ... */
-    CHECK(rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
-    CHECK(cp.state_ & RPC_PS_READ);
+    REQUIRE(rpc_client_try_open_port(&p.client, 3, 1, 0, &cp));
+    REQUIRE(cp.state_ & RPC_PS_READ);
     rpc_client_close(&p.client, &cp);
-    CHECK(client_state(&p, 0) & RPC_CS_READ);
+    REQUIRE(client_state(&p, 0) & RPC_CS_READ);
     /* ... to the next short call, whose flip (fenced) clears it. */
-    CHECK(rpc_client_try_open_port(&p.client, 4, 1, 0, &cp));
-    CHECK(cp.state_ & RPC_PS_READ);
+    REQUIRE(rpc_client_try_open_port(&p.client, 4, 1, 0, &cp));
+    REQUIRE(cp.state_ & RPC_PS_READ);
     rpc_client_send_short(&p.client, &cp, pkt, 8);
-    CHECK((cp.state_ & RPC_PS_READ) == 0);
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, NULL, NULL));
-    CHECK(rpc_server_try_send(&p.server, &sp, NULL, NULL));
+    REQUIRE((cp.state_ & RPC_PS_READ) == 0);
+    REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, NULL, NULL));
+    REQUIRE(rpc_server_try_send(&p.server, &sp, NULL, NULL));
     rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    REQUIRE(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
     rpc_client_close(&p.client, &cp);
-    CHECK((client_state(&p, 0) & RPC_CS_READ) == 0);
+    REQUIRE((client_state(&p, 0) & RPC_CS_READ) == 0);
     /* peek and a fenced call's read count too; a fenced flip clears. */
-    CHECK(rpc_client_try_open_port(&p.client, 5, 1, 0, &cp));
-    CHECK(rpc_client_try_send(&p.client, &cp, put, &a));
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, get, got));
-    CHECK(rpc_server_try_send(&p.server, &sp, fill_pattern, &a));
+    REQUIRE(rpc_client_try_open_port(&p.client, 5, 1, 0, &cp));
+    REQUIRE(rpc_client_try_send(&p.client, &cp, put, &a));
+    REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, get, got));
+    REQUIRE(rpc_server_try_send(&p.server, &sp, fill_pattern, &a));
     rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
-    CHECK((cp.state_ & RPC_PS_READ) == 0);
+    REQUIRE(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+    REQUIRE((cp.state_ & RPC_PS_READ) == 0);
     rpc_client_peek(&p.client, &cp, check_pattern, &a);
-    CHECK(cp.state_ & RPC_PS_READ);
+    REQUIRE(cp.state_ & RPC_PS_READ);
     rpc_client_close(&p.client, &cp);
-    CHECK(client_state(&p, 0) & RPC_CS_READ);
-    CHECK(rpc_client_try_open_port(&p.client, 6, 1, 0, &cp));
-    CHECK(cp.state_ & RPC_PS_READ);
-    CHECK(rpc_client_try_send(&p.client, &cp, put, &a));
-    CHECK((cp.state_ & RPC_PS_READ) == 0);
+    REQUIRE(client_state(&p, 0) & RPC_CS_READ);
+    REQUIRE(rpc_client_try_open_port(&p.client, 6, 1, 0, &cp));
+    REQUIRE(cp.state_ & RPC_PS_READ);
+    REQUIRE(rpc_client_try_send(&p.client, &cp, put, &a));
+    REQUIRE((cp.state_ & RPC_PS_READ) == 0);
     rpc_client_close(&p.client, &cp); /* fire and forget: not known, nothing read */
-    CHECK((client_state(&p, 0) & (RPC_CS_KNOWN | RPC_CS_READ)) == 0);
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, get, got));
+    REQUIRE((client_state(&p, 0) & (RPC_CS_KNOWN | RPC_CS_READ)) == 0);
+    REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, get, got));
     rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_open_port(&p.client, 7, 1, 0, &cp));
-    CHECK((cp.state_ & RPC_PS_READ) == 0);
+    REQUIRE(rpc_client_try_open_port(&p.client, 7, 1, 0, &cp));
+    REQUIRE((cp.state_ & RPC_PS_READ) == 0);
     rpc_client_close(&p.client, &cp);
     /* A second client object over the same state words (another caller of the client side):
      * it sees the read bit that the first one left. */
     struct rpc_client second;
-    CHECK(rpc_client_init(&second, p.region, 1, 1, p.client_locks) == TETHER_OK);
-    CHECK(rpc_client_try_open_port(&p.client, 8, 1, 0, &cp));
+    REQUIRE(rpc_client_init(&second, p.region, 1, 1, p.client_locks) == TETHER_OK);
+    REQUIRE(rpc_client_try_open_port(&p.client, 8, 1, 0, &cp));
     rpc_client_send_short(&p.client, &cp, pkt, 64);
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, NULL, NULL));
-    CHECK(rpc_server_try_send(&p.server, &sp, fill_pattern, &a));
+    REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_server_try_recv(&p.server, &sp, NULL, NULL));
+    REQUIRE(rpc_server_try_send(&p.server, &sp, fill_pattern, &a));
     rpc_server_close(&p.server, &sp);
-    CHECK(rpc_client_try_recv(&p.client, &cp, check_pattern, &a));
+    REQUIRE(rpc_client_try_recv(&p.client, &cp, check_pattern, &a));
     rpc_client_close(&p.client, &cp);
-    CHECK(rpc_client_try_open_port(&second, 9, 1, 0, &cp));
-    CHECK(cp.state_ & RPC_PS_READ);
+    REQUIRE(rpc_client_try_open_port(&second, 9, 1, 0, &cp));
+    REQUIRE(cp.state_ & RPC_PS_READ);
     rpc_client_send_short(&second, &cp, pkt, 3);
-    CHECK(rpc_server_try_open(&p.server, &sp) && rpc_port_opcode(&sp) == 9);
+    REQUIRE(rpc_server_try_open(&p.server, &sp) && rpc_port_opcode(&sp) == 9);
     struct grabbed g;
     g.seen = 0;
-    CHECK(rpc_server_try_recv(&p.server, &sp, grab, &g) && short_bytes_ok(&g.buf[0], pkt, 3));
+    REQUIRE(rpc_server_try_recv(&p.server, &sp, grab, &g) && short_bytes_ok(&g.buf[0], pkt, 3));
     rpc_server_close(&p.server, &sp);
     rpc_client_close(&second, &cp);
     pair_fini(&p);
@@ -440,7 +440,7 @@ void test_short_broken_meta(uint32_t lanes)
         make_packet(pkt, 200 + i);
         for (uint32_t l = 0; l < lanes; l++)
             memset(lane_buffer(&p, 1, l), 0xa5, RPC_BUFFER_SIZE);
-        CHECK(rpc_client_try_open_port(&p.client, 300 + i, 1, 1, &cp));
+        REQUIRE(rpc_client_try_open_port(&p.client, 300 + i, 1, 1, &cp));
         rpc_client_send_short(&p.client, &cp, pkt, 64);
         rpc_head_word_t *req = header_of(&p, 1)->req;
         uint64_t meta = atomic_load(&req[0]);
@@ -448,34 +448,34 @@ void test_short_broken_meta(uint32_t lanes)
         atomic_store(&req[0], meta | (uint64_t)lane << 48 | (uint64_t)bad[i].n << 54);
         if (!wait)
             rpc_client_close(&p.client, &cp);
-        CHECK(rpc_server_try_open(&p.server, &sp));
-        CHECK(rpc_port_index(&sp) == 1 && rpc_port_opcode(&sp) == 300 + i);
-        CHECKF(rpc_port_lane_mask(&sp) == want, "case %u: mask %llx", i,
-               (unsigned long long)rpc_port_lane_mask(&sp));
-        CHECK(req_all_zero(&p, 1));
+        REQUIRE(rpc_server_try_open(&p.server, &sp));
+        REQUIRE(rpc_port_index(&sp) == 1 && rpc_port_opcode(&sp) == 300 + i);
+        REQUIREF(rpc_port_lane_mask(&sp) == want, "case %u: mask %llx", i,
+                 (unsigned long long)rpc_port_lane_mask(&sp));
+        REQUIRE(req_all_zero(&p, 1));
         struct grabbed g;
         g.seen = 0;
-        CHECK(rpc_server_try_recv(&p.server, &sp, grab, &g) && g.seen == want);
+        REQUIRE(rpc_server_try_recv(&p.server, &sp, grab, &g) && g.seen == want);
         if (want)
-            CHECK(short_bytes_ok(&g.buf[lane], pkt, 64)); /* 11 words: the whole packet */
+            REQUIRE(short_bytes_ok(&g.buf[lane], pkt, 64)); /* 11 words: the whole packet */
         for (uint32_t l = 0; l < lanes; l++) {
             if (l == lane)
                 continue;
             const unsigned char *b = (const unsigned char *)lane_buffer(&p, 1, l);
             for (uint32_t k = 0; k < RPC_BUFFER_SIZE; k++)
-                CHECK(b[k] == 0xa5);
+                REQUIRE(b[k] == 0xa5);
         }
         if (wait) {
             rpc_port_set_head(&sp, i, 1);
-            CHECK(rpc_server_try_send(&p.server, &sp, NULL, NULL));
-            CHECK(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
-            CHECK(rpc_port_head(&cp, 0) == i && rpc_port_head(&cp, 1) == 1);
+            REQUIRE(rpc_server_try_send(&p.server, &sp, NULL, NULL));
+            REQUIRE(rpc_client_try_recv(&p.client, &cp, NULL, NULL));
+            REQUIRE(rpc_port_head(&cp, 0) == i && rpc_port_head(&cp, 1) == 1);
             rpc_client_close(&p.client, &cp);
         }
         rpc_server_close(&p.server, &sp);
         mailbox(&p, 1, &c, &s);
-        CHECK(c == s);
-        CHECK(!rpc_server_try_open(&p.server, &sp));
+        REQUIRE(c == s);
+        REQUIRE(!rpc_server_try_open(&p.server, &sp));
         /* The port serves short and fenced calls as before. */
         short_round_trip(&p, 1, lanes - 1, 13, 400 + i, 500 + i);
         short_round_trip(&p, 1, 0, 64, 400 + i, 600 + i);

@@ -56,7 +56,7 @@ static void take_round(struct rpc_buffer *b, uint32_t lane, void *arg)
     uint64_t *round = arg;
     if (lane == 0) /* every mask has lane 0, visited first */
         *round = b->data[0];
-    CHECK(b->data[0] == *round + lane);
+    REQUIRE(b->data[0] == *round + lane);
 }
 
 static void *server_main(void *arg)
@@ -70,20 +70,20 @@ static void *server_main(void *arg)
             rpc_server_close(&server, &port);
             return NULL;
         }
-        CHECK(rpc_port_opcode(&port) == OP_STREAM);
+        REQUIRE(rpc_port_opcode(&port) == OP_STREAM);
         uint64_t mask = rpc_port_lane_mask(&port);
         uint64_t size[64] = {0}, cap[64] = {0};
         void *dst[64] = {0};
         uint64_t round = 0;
         rpc_server_recv(&server, &port, take_round, &round);
-        CHECK(round < rounds());
+        REQUIRE(round < rounds());
         rpc_server_recv_n_size(&server, &port, size);
         for (uint32_t l = 0; l < 64; l++) {
             if (!((mask >> l) & 1))
                 continue;
-            CHECK(size[l] == size_for(round, l));
+            REQUIRE(size[l] == size_for(round, l));
             dst[l] = malloc(size[l] + 1);
-            CHECK(dst[l]);
+            REQUIRE(dst[l]);
             cap[l] = size[l];
         }
         rpc_server_recv_n_data(&server, &port, dst, cap);
@@ -92,8 +92,8 @@ static void *server_main(void *arg)
                 continue;
             uint8_t *b = dst[l];
             for (uint64_t i = 0; i < size[l]; i++) {
-                CHECKF(b[i] == byte_at(round, l, i), "round %llu lane %u byte %llu",
-                       (unsigned long long)round, l, (unsigned long long)i);
+                REQUIREF(b[i] == byte_at(round, l, i), "round %llu lane %u byte %llu",
+                         (unsigned long long)round, l, (unsigned long long)i);
                 b[i] ^= 0x5a;
             }
         }
@@ -120,7 +120,7 @@ static void client_round(uint64_t round)
             continue;
         size[l] = size_for(round, l);
         uint8_t *b = malloc(size[l] + 1);
-        CHECK(b);
+        REQUIRE(b);
         for (uint64_t i = 0; i < size[l]; i++)
             b[i] = byte_at(round, l, i);
         src[l] = b;
@@ -128,7 +128,7 @@ static void client_round(uint64_t round)
         cap[l] = size[l];
         small_cap[l] = size[l] / 3;
         small[l] = malloc(small_cap[l] + 1);
-        CHECK(back[l] && small[l]);
+        REQUIRE(back[l] && small[l]);
         ((uint8_t *)small[l])[small_cap[l]] = 0xee; /* guard byte */
     }
     rpc_port_t port = rpc_client_open(&client, OP_STREAM, mask, (uint32_t)round);
@@ -138,19 +138,19 @@ static void client_round(uint64_t round)
     for (uint32_t l = 0; l < 64; l++) {
         if (!((mask >> l) & 1))
             continue;
-        CHECK(got[l] == size[l]);
+        REQUIRE(got[l] == size[l]);
         for (uint64_t i = 0; i < size[l]; i++)
-            CHECK(((uint8_t *)back[l])[i] == (uint8_t)(byte_at(round, l, i) ^ 0x5a));
+            REQUIRE(((uint8_t *)back[l])[i] == (uint8_t)(byte_at(round, l, i) ^ 0x5a));
     }
     memset(got, 0, sizeof(got));
     rpc_client_recv_n(&client, &port, small, small_cap, got);
     for (uint32_t l = 0; l < 64; l++) {
         if (!((mask >> l) & 1))
             continue;
-        CHECK(got[l] == size[l]); /* full size reported */
+        REQUIRE(got[l] == size[l]); /* full size reported */
         for (uint64_t i = 0; i < small_cap[l]; i++)
-            CHECK(((uint8_t *)small[l])[i] == (uint8_t)(byte_at(round, l, i) ^ 0x5a));
-        CHECK(((uint8_t *)small[l])[small_cap[l]] == 0xee); /* nothing past cap */
+            REQUIRE(((uint8_t *)small[l])[i] == (uint8_t)(byte_at(round, l, i) ^ 0x5a));
+        REQUIRE(((uint8_t *)small[l])[small_cap[l]] == 0xee); /* nothing past cap */
     }
     rpc_client_close(&client, &port);
     for (uint32_t l = 0; l < 64; l++) {
@@ -164,15 +164,15 @@ int main(int argc, char **argv)
 {
     const struct test_opt opts[] = {{"--lanes", &opt_lanes}, {"--max", &opt_max}};
     test_parse(argc, argv, opts, 2);
-    CHECK(rpc_config_valid(4, (uint32_t)opt_lanes));
+    REQUIRE(rpc_config_valid(4, (uint32_t)opt_lanes));
     uint64_t size = rpc_region_size(4, (uint32_t)opt_lanes);
     void *region = test_map(size, 0);
     void *client_locks = calloc(1, rpc_lock_size(4)), *server_locks = calloc(1, rpc_lock_size(4));
-    CHECK(rpc_client_init(&client, region, 4, (uint32_t)opt_lanes, client_locks) == TETHER_OK);
-    CHECK(rpc_server_init(&server, region, 4, (uint32_t)opt_lanes, server_locks) == TETHER_OK);
+    REQUIRE(rpc_client_init(&client, region, 4, (uint32_t)opt_lanes, client_locks) == TETHER_OK);
+    REQUIRE(rpc_server_init(&server, region, 4, (uint32_t)opt_lanes, server_locks) == TETHER_OK);
 
     pthread_t thread;
-    CHECK(pthread_create(&thread, NULL, server_main, NULL) == 0);
+    REQUIRE(pthread_create(&thread, NULL, server_main, NULL) == 0);
     double t0 = test_now();
     for (uint64_t r = 0; r < rounds(); r++) {
         client_round(r);
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
     const void *none[64] = {0};
     rpc_client_send_n(&client, &port, none, zero);
     rpc_client_close(&client, &port);
-    CHECK(pthread_join(thread, NULL) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
     double dt = test_now() - t0;
     printf("rpc_test_stream: %llu rounds, %llu lanes, sizes 0..%llu bytes: ok in %.2f s\n",
            (unsigned long long)rounds(), (unsigned long long)opt_lanes, (unsigned long long)opt_max,
@@ -191,5 +191,5 @@ int main(int argc, char **argv)
     test_unmap(region, size);
     free(client_locks);
     free(server_locks);
-    return 0;
+    return tcheck_exit("rpc_test_stream");
 }

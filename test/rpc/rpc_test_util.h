@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/rpc_test_util.h - helpers shared by the rpc/ tests and benches:
- * a failure macro that names the file and line, shared-region allocation
+ * the checks (test/common/tcheck.h; these tests stop at the first failed one, REQUIRE and
+ * REQUIREF, since later steps build on earlier ones), shared-region allocation
  * (private or MAP_SHARED for fork tests), a monotonic clock, argument parsing.
  */
 #ifndef TETHER_RPC_TEST_UTIL_H
@@ -14,38 +15,21 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "../common/tcheck.h"
 #include "rpc_stream.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-#define CHECKF(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fputc('\n', stderr);                                                                   \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* Zeroed, page-aligned memory; shared across fork() when `shared`. */
 static inline void *test_map(uint64_t size, int shared)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
                    (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS, -1, 0);
-    CHECK(p != MAP_FAILED);
+    REQUIRE(p != MAP_FAILED);
     return p;
 }
 
 static inline void test_unmap(void *p, uint64_t size)
 {
-    CHECK(munmap(p, size) == 0);
+    REQUIRE(munmap(p, size) == 0);
 }
 
 static inline double test_now(void)
