@@ -8,7 +8,8 @@
  * holds its header and a word per unit saying what starts there:
  *   small  (<= 8 KiB): 18 size classes; a slab is one unit with a header, a
  *          bitmap of used blocks and a free count.  Allocation reserves a
- *          block by decrementing the free count, then claims a bit: no locks,
+ *          block by decrementing the free count, then claims a bit,
+ *          searching from a word and bit picked by the caller's id: no locks,
  *          no ABA.  Slabs of a class form an append-only list; a hint points
  *          at one that recently had room (set again when a free makes room).
  *   medium (<= 1 MiB with the header): spans of 1..16 units (power of two)
