@@ -127,9 +127,8 @@ static void run(bool ours, bool host_client, int samples, struct result *r)
     if (tether_rpc_server_create(&cfg, &srv, NULL) != TETHER_OK)
         exit(1);
     tether_rpc_register(srv, OP_PING, ping, NULL);
-    unsigned char buf[sizeof(struct tether_rpc_device_client)];
-    tether_rpc_server_client_bytes(srv, (uint64_t)(uintptr_t)&__tether_rpc_client, buf, sizeof buf);
-    memcpy(&__tether_rpc_client, buf, sizeof buf);
+    if (svc_attach_client(srv) != TETHER_OK)
+        exit(1);
     struct llvm_thread lt = {.srv = srv, .users = 0, .stop = false};
     if (ours) {
         tether_rpc_server_start(srv, NULL, NULL);

@@ -65,11 +65,8 @@ void rig_up(struct rig *rig, bool wide, uint32_t ports, uint32_t lanes, bool thr
         fprintf(stderr, "server_create: %s (%s)\n", tether_status_str(st), err.msg);
         exit(2);
     }
-    unsigned char buf[sizeof(struct tether_rpc_device_client)];
-    st = tether_rpc_server_client_bytes(rig->srv, (uint64_t)(uintptr_t)&__tether_rpc_client, buf,
-                                        sizeof buf);
-    CHECKF(st == TETHER_OK, "client_bytes: %s", tether_status_str(st));
-    memcpy(&__tether_rpc_client, buf, sizeof buf);
+    st = svc_attach_client(rig->srv);
+    CHECKF(st == TETHER_OK, "attach the client: %s", tether_status_str(st));
     if (thread) {
         st = tether_rpc_server_start(rig->srv, NULL, &err);
         CHECKF(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);

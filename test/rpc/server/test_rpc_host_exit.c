@@ -47,10 +47,8 @@ void test_exit(bool is_abort)
         tether_rpc_server_t *srv;
         if (tether_rpc_server_create(&cfg, &srv, NULL) != TETHER_OK)
             _exit(99);
-        unsigned char buf[sizeof(struct tether_rpc_device_client)];
-        tether_rpc_server_client_bytes(srv, (uint64_t)(uintptr_t)&__tether_rpc_client, buf,
-                                       sizeof buf);
-        memcpy(&__tether_rpc_client, buf, sizeof buf);
+        if (svc_attach_client(srv) != TETHER_OK)
+            _exit(99);
         tether_rpc_server_start(srv, NULL, NULL);
         tether_rpc_server_kernel_started(srv);
         int status = is_abort ? -1 : 42;
