@@ -74,10 +74,15 @@
  * data words. */
 #define RPC_SHORT_WORDS 12u
 
-/* Spins of rpc_arch_backoff() before a host waiter starts yielding its CPU. */
+/* A host waiter in rpc_arch_backoff() spins RPC_HOST_SPINS times, then yields its CPU
+ * RPC_HOST_YIELDS times, then sleeps 1, 2, 4 ... 1024 us between looks: a long wait (a port
+ * another thread holds through a slow call, a peer that is descheduled) costs little CPU, and
+ * each sleep is no longer than the wait so far. */
 #ifndef RPC_HOST_SPINS
 #define RPC_HOST_SPINS 256
 #endif
+#define RPC_HOST_YIELDS 64u
+#define RPC_HOST_SLEEP_STEPS 10u
 
 /* ------------------------------------------------------------------------ */
 #if defined(RPC_ARCH_HOST)
@@ -90,7 +95,10 @@
 /* A 32-bit word shared with the other side or with this side's other agents. */
 typedef _Atomic uint32_t rpc_word_t;
 
+/* Declared here, not through their headers: this header is also compiled as strict ISO C and
+ * inside offload (declare target) code, where <time.h> brings in variables of its own. */
 extern int sched_yield(void);
+extern int usleep(unsigned int usec);
 
 static inline void rpc_arch_pause(void)
 {
@@ -101,16 +109,21 @@ static inline void rpc_arch_pause(void)
 #endif
 }
 
-/* Waiting-loop step: a short spin, then give the CPU away (oversubscribed
- * hosts: 8 client threads on 2 cores must let the server run). */
+/* Waiting-loop step: a short spin, then give the CPU away (oversubscribed hosts: 8 client
+ * threads on 2 cores must let the server run), then sleep ever longer (see RPC_HOST_SPINS). */
 static inline void rpc_arch_backoff(uint32_t *spins)
 {
-    if (*spins < RPC_HOST_SPINS) {
-        ++*spins;
+    uint32_t n = *spins;
+    if (n < RPC_HOST_SPINS) {
         rpc_arch_pause();
-    } else {
+    } else if (n < RPC_HOST_SPINS + RPC_HOST_YIELDS) {
         sched_yield();
+    } else {
+        uint32_t k = n - RPC_HOST_SPINS - RPC_HOST_YIELDS;
+        usleep(1u << (k < RPC_HOST_SLEEP_STEPS ? k : RPC_HOST_SLEEP_STEPS));
     }
+    if (n < RPC_HOST_SPINS + RPC_HOST_YIELDS + RPC_HOST_SLEEP_STEPS)
+        *spins = n + 1;
 }
 
 static inline void rpc_arch_init(rpc_word_t *word, uint32_t value)
