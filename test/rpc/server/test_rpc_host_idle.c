@@ -171,9 +171,9 @@ static void slow_answers(uint32_t ports)
         cpu += args[t].cpu_ns;
         wall += args[t].wall_ns;
     }
-    printf("slow answers, %u ports: %d callers waited %.1f ms in all, using %.2f ms of CPU (%.2f%%)\n",
-           ports, THREADS, (double)wall / 1e6, (double)cpu / 1e6,
-           100.0 * (double)cpu / (double)wall);
+    printf(
+        "slow answers, %u ports: %d callers waited %.1f ms in all, using %.2f ms of CPU (%.2f%%)\n",
+        ports, THREADS, (double)wall / 1e6, (double)cpu / 1e6, 100.0 * (double)cpu / (double)wall);
     CHECKF(atomic_load(&wrong) == 0, "%d wrong answers", atomic_load(&wrong));
     CHECKF(cpu < wall / 10, "%u ports: callers used %.2f%% of their waits' time on a CPU", ports,
            100.0 * (double)cpu / (double)wall);
