@@ -246,8 +246,9 @@ bool srv_answer_set(struct srv_msg *tx, uint32_t status, const void *data, size_
 void srv_diag(struct tether_rpc_server *srv, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* rpc_server.c: flushes written output (after a sweep). */
-void srv_flush(struct tether_rpc_server *srv);
+/* rpc_server.c: flushes written output now (takes the handle lock): the server thread before it
+ * sleeps, so that a quiet device's last lines do not wait for the next call. */
+void srv_flush_now(struct tether_rpc_server *srv);
 
 /* rpc_thread.c: stops and joins the thread (in a fork child: forgets it); puts a new server
  * on the list the fork handlers walk, takes one off it. */
@@ -392,8 +393,10 @@ enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p);
  * (32 ports each; 0: every port), continuing where the last sweep stopped: the server thread's
  * handle while a device thread makes call after call on a hot port, so that the thread is back
  * at its poll of the hot ports soon after an answer (a sweep of all 16384 ports of a CUDA image
- * takes microseconds) and still visits every port within a few rounds. */
-tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
+ * takes microseconds) and still visits every port within a few rounds.  `quiet_flush`: flush the
+ * output when the sweep found nothing (tether_rpc_server_handle, a sleeping thread's sweep);
+ * without it output is flushed once a millisecond while it keeps coming and by srv_flush_now. */
+tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words, bool quiet_flush,
                            uint32_t *progress_p);
 
 #endif /* TETHER_RPC_INTERNAL_H */

@@ -69,7 +69,7 @@ static uint64_t srv_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void srv_flush(struct tether_rpc_server *srv)
+static void srv_flush(struct tether_rpc_server *srv)
 {
     if (!srv->wrote)
         return;
@@ -79,16 +79,18 @@ void srv_flush(struct tether_rpc_server *srv)
     srv->flush_ns = srv_now_ns();
 }
 
-/* Output of a sweep: flushed when the device went quiet (a sweep without progress) or at least
- * every SRV_FLUSH_NS while calls keep coming, so lines appear within about a millisecond while a
- * kernel runs without a write(2) per sweep (per few lines at a million lines a second). */
+/* Output of a sweep: flushed at least every SRV_FLUSH_NS while calls keep coming, and when a
+ * sweep that flushes when quiet (srv_handle) found nothing, so lines appear within about a
+ * millisecond while a kernel runs without a write(2) per sweep.  The server thread's own sweeps
+ * do not flush when quiet: between a GPU's bursts of calls most of its sweeps find nothing, and a
+ * write(2) after each cost more than formatting the lines. */
 #define SRV_FLUSH_NS 1000000u
 
-static void srv_flush_lazy(struct tether_rpc_server *srv, uint32_t progress)
+static void srv_flush_lazy(struct tether_rpc_server *srv, uint32_t progress, bool quiet_flush)
 {
     if (!srv->wrote)
         return;
-    if (progress == 0 || srv_now_ns() - srv->flush_ns >= SRV_FLUSH_NS)
+    if ((progress == 0 && quiet_flush) || srv_now_ns() - srv->flush_ns >= SRV_FLUSH_NS)
         srv_flush(srv);
 }
 
@@ -726,10 +728,17 @@ bool srv_serve_hot(struct tether_rpc_server *srv, uint32_t index)
 
 tether_status_t tether_rpc_server_handle(tether_rpc_server_t *srv, uint32_t *progress_p)
 {
-    return srv_handle(srv, 0, progress_p);
+    return srv_handle(srv, 0, true, progress_p);
 }
 
-tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
+void srv_flush_now(struct tether_rpc_server *srv)
+{
+    pthread_mutex_lock(&srv->handle_lock);
+    srv_flush(srv);
+    pthread_mutex_unlock(&srv->handle_lock);
+}
+
+tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words, bool quiet_flush,
                            uint32_t *progress_p)
 {
     uint32_t progress = 0;
@@ -775,7 +784,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words,
         call_run(srv, call, port);
     }
 
-    srv_flush_lazy(srv, progress);
+    srv_flush_lazy(srv, progress, quiet_flush);
     if (srv->exit_pending)
         finish_exit(srv);
     srv_prof_handle(srv, handle_t0);

@@ -354,7 +354,7 @@ static bool sleep_for_device(struct srv_thread *t, struct srv_idle *idle, uint32
     for (;;) {
         atomic_exchange(srv->device_bell, 0); /* a full barrier: the sweep reads after it */
         uint32_t progress = 0;
-        srv_handle(srv, 0, &progress);
+        srv_handle(srv, 0, true, &progress);
         atomic_fetch_add(&srv->st_idle_sweeps, 1);
         if (progress != 0)
             return true;
@@ -404,13 +404,14 @@ static void *thread_main(void *arg)
         }
         uint32_t progress = 0;
         bool slice = !woke && atomic_load_explicit(&srv->hot_answered, memory_order_relaxed);
-        srv_handle(srv, slice ? THREAD_SWEEP_WORDS : 0, &progress);
+        srv_handle(srv, slice ? THREAD_SWEEP_WORDS : 0, false, &progress);
         woke = false;
         if (progress != 0) {
             srv_idle_reset(&idle);
             continue;
         }
         if (atomic_load(&srv->kernels) == 0) {
+            srv_flush_now(srv);
             sleep_on_bell(srv, seq, THREAD_IDLE_POLL_NS);
             woke = true;
             continue;
@@ -434,6 +435,7 @@ static void *thread_main(void *arg)
             if (srv->config.host_client &&
                 atomic_load_explicit(&srv->in_flight, memory_order_relaxed) == 0)
                 slice_ns = THREAD_IDLE_POLL_NS;
+            srv_flush_now(srv);
             sleep_on_bell(srv, seq, slice_ns);
             woke = true;
             break;

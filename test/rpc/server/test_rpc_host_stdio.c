@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "test_rpc_host.h"
 
@@ -160,6 +162,22 @@ void test_printf(bool wide, uint32_t lanes)
     char desc[256];
     tether_rpc_server_describe(rig.srv, desc, sizeof desc);
     printf("%s\n", desc);
+
+    /* A line printed while the kernel still runs reaches the file with the kernel still running:
+     * the thread flushes at least once a millisecond while calls come and before it sleeps.  The
+     * file's size is read with fstat (an fflush here would do the server's work); bounded by a
+     * minute, seen within milliseconds. */
+    struct stat sb;
+    CHECKF(fstat(fileno(rig.out), &sb) == 0, "fstat");
+    off_t size0 = sb.st_size;
+    dprintf_("still running\n");
+    int waited = 0;
+    while (fstat(fileno(rig.out), &sb) == 0 && sb.st_size == size0 && waited < 60000) {
+        usleep(1000);
+        waited++;
+    }
+    CHECKF(sb.st_size == size0 + 14, "a line while the kernel runs: %lld bytes after %d ms",
+           (long long)(sb.st_size - size0), waited);
     rig_down(&rig);
 }
 
