@@ -209,7 +209,8 @@ struct tether_rpc_server {
     _Atomic uint64_t st_unhandled;
     _Atomic uint64_t st_malformed;
     _Atomic uint64_t st_wakeups;
-    _Atomic uint64_t st_idle_sweeps; /* sweeps of every port by the sleeping thread */
+    _Atomic uint64_t st_idle_sweeps;  /* sweeps of every port by the sleeping thread */
+    _Atomic uint64_t st_empty_sweeps; /* sweeps for new calls that found none (any thread) */
 
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;
@@ -364,8 +365,9 @@ static inline void srv_count(_Atomic uint64_t *counter, uint64_t n)
  * relaxed ones, then sleeps whose slice doubles from SRV_IDLE_SLICE_MIN_NS up to
  * SRV_IDLE_SLICE_MAX_NS (so a call after a long quiet spell is seen within the longest slice);
  * spin: always hot; block: a sleep of the longest slice after every round without a call.
- * A call served, or the doorbell rung (a kernel started, notify, a host client's call), resets
- * it with srv_idle_reset: hot again.
+ * A call served, or the doorbell rung (a kernel started, notify, a host client's call) after
+ * calls since the ring before, resets it with srv_idle_reset: hot again; a ring after none
+ * (kernels that make no call) sets it with srv_idle_quiet to the first, shortest sleep.
  */
 enum srv_idle_phase { SRV_IDLE_HOT, SRV_IDLE_RELAX, SRV_IDLE_SLEEP };
 #define SRV_IDLE_HOT_ROUNDS 16u
@@ -387,6 +389,7 @@ struct srv_idle {
 
 void srv_idle_init(struct srv_idle *idle, enum tether_wait_mode mode);
 void srv_idle_reset(struct srv_idle *idle);
+void srv_idle_quiet(struct srv_idle *idle);
 enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p);
 
 /* tether_rpc_server_handle with the sweep for new calls bounded to `sweep_words` bitmap words

@@ -776,6 +776,7 @@ tether_status_t srv_handle(struct tether_rpc_server *srv, uint32_t sweep_words, 
             got = hot != 0 && rpc_server_try_open_port(&srv->rpc, hot - 1, &port);
         }
         if (!got && !rpc_server_try_open_n(&srv->rpc, sweep_words, &port)) {
+            srv_count(&srv->st_empty_sweeps, 1);
             srv_prof_sweep_empty(srv);
             call_put(srv, call);
             break;

@@ -22,9 +22,13 @@
  *                         of host clients with no call in flight sleeps until rung instead.
  *                         spin: always hot (a core busy while the kernel runs).  block: sleep
  *                         after every round that found no call.
- * A call served or a ring (a kernel launch, notify, a host client's call) makes the thread hot
- * again.  So calls in a burst are seen within a pause, a call after a long quiet spell within
- * about 100 us, and a quiet kernel costs one wake-up per 100 us (a host client's: none).
+ * A call served makes the thread hot again, and so does a ring (a kernel launch, notify, a host
+ * client's call) when calls were served since the ring before it; a ring that follows only quiet
+ * kernels starts the thread at the sleeps (25 us, growing).  So calls in a burst are seen within a
+ * pause, a call after a long quiet spell within about 100 us, a quiet kernel costs one wake-up
+ * per 100 us (a host client's: none), and a program whose kernels make no calls does not keep
+ * the thread spinning after each of its launches (the first call of such a kernel is seen
+ * within the first slice).
  */
 #include <errno.h>
 #include <hwloc.h>
@@ -262,6 +266,11 @@ void srv_idle_reset(struct srv_idle *idle)
     idle->empty = 0;
 }
 
+void srv_idle_quiet(struct srv_idle *idle)
+{
+    idle->empty = SRV_IDLE_HOT_ROUNDS + SRV_IDLE_RELAX_ROUNDS;
+}
+
 enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p)
 {
     const uint32_t spin = SRV_IDLE_HOT_ROUNDS + SRV_IDLE_RELAX_ROUNDS;
@@ -395,11 +404,19 @@ static void *thread_main(void *arg)
     struct srv_idle idle;
     srv_idle_init(&idle, t->wait);
     uint32_t rung = atomic_load(&srv->bell.seq);
+    uint64_t calls_at_ring = atomic_load(&srv->st_calls);
     bool woke = true; /* just started or slept: the next sweep covers every port */
     while (!atomic_load(&t->stop)) {
         uint32_t seq = atomic_load(&srv->bell.seq);
         if (seq != rung) {
-            srv_idle_reset(&idle); /* a kernel started, notify, a host client's call */
+            /* A kernel started, notify, a host client's call: hot if calls came since the
+             * ring before, else straight to the sleeps. */
+            uint64_t calls = atomic_load_explicit(&srv->st_calls, memory_order_relaxed);
+            if (calls != calls_at_ring)
+                srv_idle_reset(&idle);
+            else
+                srv_idle_quiet(&idle);
+            calls_at_ring = calls;
             rung = seq;
         }
         uint32_t progress = 0;

@@ -74,6 +74,29 @@ int main(void)
         check_adaptive_from_start(&idle, when);
     }
 
+    /* A ring after quiet kernels: the sleeps from the shortest slice, wherever it was; a call
+     * after it makes it hot again. */
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        srv_idle_init(&idle, TETHER_WAIT_ADAPTIVE);
+        for (uint32_t r = 0; r < at[i]; r++)
+            srv_idle_next(&idle, &slice);
+        srv_idle_quiet(&idle);
+        uint64_t want = SRV_IDLE_SLICE_MIN_NS;
+        for (uint32_t r = 1; r <= 5; r++) {
+            slice = 0;
+            enum srv_idle_phase p = srv_idle_next(&idle, &slice);
+            if (p != SRV_IDLE_SLEEP || slice != want) {
+                CHECKF(false, "quiet after %u empty rounds: round %u: %s, slice %llu ns", at[i], r,
+                       phase_name(p), (unsigned long long)slice);
+                break;
+            }
+            if (want < SRV_IDLE_SLICE_MAX_NS)
+                want *= 2;
+        }
+        srv_idle_reset(&idle);
+        check_adaptive_from_start(&idle, "reset after a quiet ring");
+    }
+
     /* spin: never sleeps while a kernel runs. */
     srv_idle_init(&idle, TETHER_WAIT_SPIN);
     int slept = 0;
@@ -94,6 +117,10 @@ int main(void)
     }
     srv_idle_reset(&idle);
     CHECKF(srv_idle_next(&idle, &slice) == SRV_IDLE_SLEEP, "block: a reset does not make it spin");
+    srv_idle_init(&idle, TETHER_WAIT_SPIN);
+    srv_idle_quiet(&idle);
+    CHECKF(srv_idle_next(&idle, &slice) == SRV_IDLE_HOT,
+           "spin: a quiet ring does not make it sleep");
 
     /* TETHER_WAIT: the words, any case; unset and a bad word give adaptive. */
     struct {

@@ -7,7 +7,7 @@
  *
  *   test_rpc_host <case> [scale]
  * cases: printf-wide printf-lanes write malloc malloc-burst user user-lanes bad exit abort drain
- *        idle-lanes idle-wide slow-answers placement
+ *        idle-lanes idle-wide slow-answers quiet-kernels placement
  * (placement exits 77, ctest's skip, when no PCI device in sysfs lists its local cores)
  */
 #include <stdarg.h>
@@ -146,6 +146,8 @@ int main(int argc, char **argv)
         test_idle(true);
     else if (strcmp(c, "slow-answers") == 0)
         test_slow_answers();
+    else if (strcmp(c, "quiet-kernels") == 0)
+        test_quiet_kernels();
     else if (strcmp(c, "placement") == 0) {
         if (test_placement() == 77)
             return 77;

@@ -64,6 +64,7 @@ void test_exit(bool is_abort);
 void test_drain(void);
 void test_idle(bool wide);
 void test_slow_answers(void);
+void test_quiet_kernels(void);
 /* 77 (skip) when no PCI device of this machine lists its local cores. */
 int test_placement(void);
 

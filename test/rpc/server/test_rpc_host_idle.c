@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/rpc/server/test_rpc_host_idle.c - test_rpc_host's idle-lanes, idle-wide and slow-answers:
- * the server thread while a kernel makes no call, and host clients sleeping for slow answers.
+ * test/rpc/server/test_rpc_host_idle.c - test_rpc_host's idle-lanes, idle-wide, quiet-kernels and
+ * slow-answers: the server thread while a kernel makes no call or short kernels make none, and host
+ * clients sleeping for slow answers.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -115,6 +116,50 @@ void test_idle(bool wide)
         __tether_rpc_client.doorbell = doorbell;
         CHECKF(atomic_load(&count) == 121, "handler ran %d times", atomic_load(&count));
     }
+    rig_down(&rig);
+}
+
+/* Short kernels that make no call, one after another (a stencil's steps): each launch rings
+ * the thread, which, with no call served since the launch before, goes to its sleeps instead of
+ * its hot rounds, where it swept for calls 32 times, polling up to 8 us between sweeps (longer
+ * than these 200 us kernels: it spun through all of them).  So a quiet kernel costs a few sweeps
+ * (the woken thread's, the first sleep's, the end of the kernel's on the launching thread), a
+ * bound by count that a slow machine only makes easier.  A call after them is answered. */
+void test_quiet_kernels(void)
+{
+    struct rig rig;
+    rig_up(&rig, false, 16, 32, true);
+    atomic_int count = 0;
+    CHECKF(tether_rpc_register(rig.srv, 0x8001, reverse_handler, &count) == TETHER_OK, "register");
+    tether_rpc_server_kernel_finished(rig.srv); /* rig_up started one */
+    enum { KERNELS = 200 };
+    struct tether_rpc_stats s0, s1;
+    tether_rpc_server_stats(rig.srv, &s0);
+    uint64_t sweeps0 = atomic_load(&rig.srv->st_empty_sweeps);
+    uint64_t t0 = mono_ns();
+    for (int k = 0; k < KERNELS; k++) {
+        tether_rpc_server_kernel_started(rig.srv);
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+        tether_rpc_server_kernel_finished(rig.srv);
+    }
+    uint64_t wall = mono_ns() - t0;
+    uint64_t sweeps = atomic_load(&rig.srv->st_empty_sweeps) - sweeps0;
+    tether_rpc_server_stats(rig.srv, &s1);
+    uint64_t cpu = s1.thread_cpu_ns - s0.thread_cpu_ns;
+    printf("quiet kernels: %d kernels in %.1f ms, %llu sweeps that found no call, server thread "
+           "%.2f ms of CPU (%.1f%%), %llu wake-ups\n",
+           KERNELS, (double)wall / 1e6, (unsigned long long)sweeps, (double)cpu / 1e6,
+           100.0 * (double)cpu / (double)wall, (unsigned long long)(s1.wakeups - s0.wakeups));
+    /* The sleeping thread also sweeps once per SRV_IDLE_SWEEP_EVERY_NS. */
+    uint64_t bound = 4 * KERNELS + wall / SRV_IDLE_SWEEP_EVERY_NS;
+    CHECKF(sweeps <= bound, "%llu sweeps through %d quiet kernels (at most %llu)",
+           (unsigned long long)sweeps, KERNELS, (unsigned long long)bound);
+    tether_rpc_server_kernel_started(rig.srv);
+    char rev[4];
+    CHECKF(tether_rpc_call(0x8001, "abcd", 4, rev, 4) == 4 && memcmp(rev, "dcba", 4) == 0,
+           "a call after the quiet kernels");
+    CHECKF(atomic_load(&count) == 1, "handler ran %d times", atomic_load(&count));
     rig_down(&rig);
 }
 
