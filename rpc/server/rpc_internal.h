@@ -367,7 +367,7 @@ static inline void srv_count(_Atomic uint64_t *counter, uint64_t n)
  * spin: always hot; block: a sleep of the longest slice after every round without a call.
  * A call served, or the doorbell rung (a kernel started, notify, a host client's call) after
  * calls since the ring before, resets it with srv_idle_reset: hot again; a ring after none
- * (kernels that make no call) sets it with srv_idle_quiet to the first, shortest sleep.
+ * (kernels that make no call) sets it with srv_idle_quiet to the longest sleep.
  */
 enum srv_idle_phase { SRV_IDLE_HOT, SRV_IDLE_RELAX, SRV_IDLE_SLEEP };
 #define SRV_IDLE_HOT_ROUNDS 16u

@@ -24,11 +24,11 @@
  *                         after every round that found no call.
  * A call served makes the thread hot again, and so does a ring (a kernel launch, notify, a host
  * client's call) when calls were served since the ring before it; a ring that follows only quiet
- * kernels starts the thread at the sleeps (25 us, growing).  So calls in a burst are seen within a
- * pause, a call after a long quiet spell within about 100 us, a quiet kernel costs one wake-up
- * per 100 us (a host client's: none), and a program whose kernels make no calls does not keep
- * the thread spinning after each of its launches (the first call of such a kernel is seen
- * within the first slice).
+ * kernels starts the thread at the longest sleep, as after a long quiet spell.  So calls in a burst
+ * are seen within a pause, a call after a long quiet spell within about 100 us, a quiet kernel
+ * costs one wake-up per 100 us (a host client's: none), and a program whose kernels make no calls
+ * does not keep the thread spinning after each of its launches (the first call of such a kernel is
+ * seen within a slice, as after a long quiet spell).
  */
 #include <errno.h>
 #include <hwloc.h>
@@ -268,7 +268,10 @@ void srv_idle_reset(struct srv_idle *idle)
 
 void srv_idle_quiet(struct srv_idle *idle)
 {
-    idle->empty = SRV_IDLE_HOT_ROUNDS + SRV_IDLE_RELAX_ROUNDS;
+    uint32_t slices = 0; /* slices from the shortest to the longest */
+    for (uint64_t slice = SRV_IDLE_SLICE_MIN_NS; slice < SRV_IDLE_SLICE_MAX_NS; slice *= 2)
+        slices++;
+    idle->empty = SRV_IDLE_HOT_ROUNDS + SRV_IDLE_RELAX_ROUNDS + slices;
 }
 
 enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p)
@@ -410,7 +413,7 @@ static void *thread_main(void *arg)
         uint32_t seq = atomic_load(&srv->bell.seq);
         if (seq != rung) {
             /* A kernel started, notify, a host client's call: hot if calls came since the
-             * ring before, else straight to the sleeps. */
+             * ring before, else straight to the longest sleeps. */
             uint64_t calls = atomic_load_explicit(&srv->st_calls, memory_order_relaxed);
             if (calls != calls_at_ring)
                 srv_idle_reset(&idle);
