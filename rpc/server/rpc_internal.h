@@ -215,7 +215,14 @@ struct tether_rpc_server {
     /* thread (rpc_thread.c) */
     struct srv_thread *thread;
     _Atomic uint32_t kernels; /* kernels running */
-    char where[192];          /* placement, for describe */
+    /* Between kernels (rpc_thread.c): `parked` while the thread sleeps until rung, so that a
+     * launch must ring it; else it watches in slices and a launch rings it only to make it hot,
+     * when calls were served since the launch before (st_calls then: `calls_at_launch`).
+     * `kernels_ended_ns`: when the count of running kernels last fell to 0. */
+    _Atomic bool parked;
+    _Atomic uint64_t calls_at_launch;
+    _Atomic uint64_t kernels_ended_ns;
+    char where[192]; /* placement, for describe */
 
     /* fork (rpc_thread.c): every live server is on one list, which the fork handlers walk.  In
      * a child, `forked` is set until tether_rpc_server_reset: the thread and the parent's other
@@ -380,6 +387,10 @@ enum srv_idle_phase { SRV_IDLE_HOT, SRV_IDLE_RELAX, SRV_IDLE_SLEEP };
  * A sleeping thread sweeps every port at least this often all the same, so a call is never left
  * waiting on a word it did not set. */
 #define SRV_IDLE_SWEEP_EVERY_NS 10000000u
+/* After the last kernel ended, a server thread of device clients goes on sleeping in the longest
+ * slices for this long before it parks, so that launches after quiet kernels, one after another,
+ * wake nothing and make no system call. */
+#define SRV_PARK_AFTER_NS 2000000u
 
 struct srv_idle {
     enum tether_wait_mode mode;

@@ -9,7 +9,10 @@
  *
  * Waiting for calls (TETHER_WAIT; every sleep is a futex wait on srv->bell.seq, which
  * kernel_started, notify and host clients' doorbells bump):
- *   no kernel runs        sleep until rung (a 50 ms safety poll), whatever the mode
+ *   no kernel runs        for 2 ms after the last kernel ended, a server of device clients
+ *                         sleeps in 100 us slices as while a kernel runs, so that a launch
+ *                         after quiet kernels makes no system call; then it parks: sleeps until
+ *                         rung (a 50 ms safety poll).  spin: parks at once
  *   a kernel runs         adaptive (default): stay hot while calls come (sweep, and between
  *                         sweeps watch the ports of the last calls), and after a round without
  *                         a call back off step by step (struct srv_idle, rpc_internal.h): more hot
@@ -384,6 +387,29 @@ static bool sleep_for_device(struct srv_thread *t, struct srv_idle *idle, uint32
     }
 }
 
+/* No kernel runs.  Within SRV_PARK_AFTER_NS of the last kernel's end, a server of device clients
+ * (adaptive or block) sleeps a longest slice and then looks at the doorbell word, as while a
+ * kernel runs, so that the next launch need not ring it; after that it parks: sleeps until rung
+ * (a 50 ms safety poll), and launches ring (tether_rpc_server_kernel_started).  The flag and the
+ * kernel count are a store then a load on each side, all sequentially consistent: a launch that
+ * does not see the flag is seen by the thread's load of the count. */
+static void sleep_between_kernels(struct srv_thread *t, struct srv_idle *idle, uint32_t seq)
+{
+    struct tether_rpc_server *srv = t->srv;
+    uint64_t ended = atomic_load_explicit(&srv->kernels_ended_ns, memory_order_relaxed);
+    if (srv->device_bell != NULL && t->wait != TETHER_WAIT_SPIN && ended != 0 &&
+        now_ns() - ended < SRV_PARK_AFTER_NS) {
+        sleep_on_bell(srv, seq, SRV_IDLE_SLICE_MAX_NS);
+        if (atomic_load_explicit(srv->device_bell, memory_order_relaxed) != 0)
+            srv_idle_reset(idle); /* a kernel launched without a ring calls */
+        return;
+    }
+    atomic_store(&srv->parked, true);
+    if (atomic_load(&srv->kernels) == 0)
+        sleep_on_bell(srv, seq, THREAD_IDLE_POLL_NS);
+    atomic_store(&srv->parked, false);
+}
+
 static void *thread_main(void *arg)
 {
     struct srv_thread *t = arg;
@@ -432,7 +458,8 @@ static void *thread_main(void *arg)
         }
         if (atomic_load(&srv->kernels) == 0) {
             srv_flush_now(srv);
-            sleep_on_bell(srv, seq, THREAD_IDLE_POLL_NS);
+            srv_idle_quiet(&idle); /* a kernel launched without a ring starts quiet */
+            sleep_between_kernels(t, &idle, seq);
             woke = true;
             continue;
         }
@@ -565,7 +592,12 @@ void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)
     if (srv->trace)
         srv_diag(srv, "kernel started (%u running before)", atomic_load(&srv->kernels));
     atomic_fetch_add(&srv->kernels, 1);
-    bell_ring(srv);
+    /* A parked thread must be woken.  One that watches in slices between kernels sees this one
+     * by itself: it is rung only to be hot at once, when calls came since the last launch. */
+    uint64_t calls = atomic_load_explicit(&srv->st_calls, memory_order_relaxed);
+    uint64_t before = atomic_exchange_explicit(&srv->calls_at_launch, calls, memory_order_relaxed);
+    if (atomic_load(&srv->parked) || calls != before)
+        bell_ring(srv);
 }
 
 void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
@@ -573,6 +605,8 @@ void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
     uint32_t old = atomic_load(&srv->kernels);
     while (old != 0 && !atomic_compare_exchange_weak(&srv->kernels, &old, old - 1))
         ;
+    if (old == 1)
+        atomic_store_explicit(&srv->kernels_ended_ns, now_ns(), memory_order_relaxed);
     /* The kernel made its last calls before it completed: serve them here, on the caller's
      * thread (handle_lock keeps it and the server thread apart), rather than ring the thread
      * and sleep until it says it is done, two thread wake-ups per kernel. */

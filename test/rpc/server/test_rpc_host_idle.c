@@ -119,12 +119,14 @@ void test_idle(bool wide)
     rig_down(&rig);
 }
 
-/* Short kernels that make no call, one after another (a stencil's steps): each launch rings
- * the thread, which, with no call served since the launch before, goes to its sleeps instead of
- * its hot rounds, where it swept for calls 32 times, polling up to 8 us between sweeps (longer
- * than these 200 us kernels: it spun through all of them).  So a quiet kernel costs a few sweeps
- * (the woken thread's, the first sleep's, the end of the kernel's on the launching thread), a
- * bound by count that a slow machine only makes easier.  A call after them is answered. */
+/* Short kernels that make no call, one after another (a stencil's steps).  A launch rings the
+ * thread only when it parked (2 ms after the last kernel) or to make it hot after calls; a launch
+ * right after a quiet kernel finds it watching in slices and makes no system call.  The thread
+ * is hot only after calls: in its hot rounds it swept for calls 32 times, polling up to 8 us
+ * between sweeps, longer than these 200 us kernels, so it spun through all of them.  Bounds by
+ * count that a slow machine only makes easier: rings (at most the first launch and one after
+ * each gap the machine made longer than 2 ms, which is far from every launch), and sweeps (a few
+ * per kernel, and one per slice or per 10 ms).  A call after them is answered. */
 void test_quiet_kernels(void)
 {
     struct rig rig;
@@ -136,6 +138,7 @@ void test_quiet_kernels(void)
     struct tether_rpc_stats s0, s1;
     tether_rpc_server_stats(rig.srv, &s0);
     uint64_t sweeps0 = atomic_load(&rig.srv->st_empty_sweeps);
+    uint32_t rings0 = atomic_load(&rig.srv->bell.seq);
     uint64_t t0 = mono_ns();
     for (int k = 0; k < KERNELS; k++) {
         tether_rpc_server_kernel_started(rig.srv);
@@ -145,14 +148,15 @@ void test_quiet_kernels(void)
     }
     uint64_t wall = mono_ns() - t0;
     uint64_t sweeps = atomic_load(&rig.srv->st_empty_sweeps) - sweeps0;
+    uint32_t rings = atomic_load(&rig.srv->bell.seq) - rings0;
     tether_rpc_server_stats(rig.srv, &s1);
     uint64_t cpu = s1.thread_cpu_ns - s0.thread_cpu_ns;
-    printf("quiet kernels: %d kernels in %.1f ms, %llu sweeps that found no call, server thread "
-           "%.2f ms of CPU (%.1f%%), %llu wake-ups\n",
-           KERNELS, (double)wall / 1e6, (unsigned long long)sweeps, (double)cpu / 1e6,
+    printf("quiet kernels: %d kernels in %.1f ms, %u rings, %llu sweeps that found no call, server "
+           "thread %.2f ms of CPU (%.1f%%), %llu wake-ups\n",
+           KERNELS, (double)wall / 1e6, rings, (unsigned long long)sweeps, (double)cpu / 1e6,
            100.0 * (double)cpu / (double)wall, (unsigned long long)(s1.wakeups - s0.wakeups));
-    /* The sleeping thread also sweeps once per SRV_IDLE_SWEEP_EVERY_NS. */
-    uint64_t bound = 4 * KERNELS + wall / SRV_IDLE_SWEEP_EVERY_NS;
+    CHECKF(rings <= KERNELS / 2, "%u of %d launches rang the thread", rings, KERNELS);
+    uint64_t bound = 2 * KERNELS + wall / SRV_IDLE_SLICE_MAX_NS + wall / SRV_IDLE_SWEEP_EVERY_NS;
     CHECKF(sweeps <= bound, "%llu sweeps through %d quiet kernels (at most %llu)",
            (unsigned long long)sweeps, KERNELS, (unsigned long long)bound);
     tether_rpc_server_kernel_started(rig.srv);
@@ -160,6 +164,25 @@ void test_quiet_kernels(void)
     CHECKF(tether_rpc_call(0x8001, "abcd", 4, rev, 4) == 4 && memcmp(rev, "dcba", 4) == 0,
            "a call after the quiet kernels");
     CHECKF(atomic_load(&count) == 1, "handler ran %d times", atomic_load(&count));
+    /* The call makes the next launch ring (the thread is hot at once); a kernel launched long
+     * after the last one ended rings the parked thread. */
+    tether_rpc_server_kernel_finished(rig.srv);
+    uint32_t seq = atomic_load(&rig.srv->bell.seq);
+    tether_rpc_server_kernel_started(rig.srv);
+    CHECKF(atomic_load(&rig.srv->bell.seq) != seq, "a launch after a call rings");
+    tether_rpc_server_kernel_finished(rig.srv);
+    struct timespec park = {0, 3 * (long)SRV_PARK_AFTER_NS};
+    nanosleep(&park, NULL);
+    for (int w = 0; w < 60000 && !atomic_load(&rig.srv->parked); w++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    CHECKF(atomic_load(&rig.srv->parked), "the thread parks after the kernels");
+    seq = atomic_load(&rig.srv->bell.seq);
+    tether_rpc_server_kernel_started(rig.srv);
+    CHECKF(atomic_load(&rig.srv->bell.seq) != seq, "a launch rings a parked thread");
+    CHECKF(tether_rpc_call(0x8001, "efgh", 4, rev, 4) == 4 && memcmp(rev, "hgfe", 4) == 0,
+           "a call in a kernel launched after the thread parked");
     rig_down(&rig);
 }
 
