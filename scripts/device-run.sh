@@ -293,6 +293,10 @@ if want wait; then
         printf "wait: empty region, us: native %s, llvm16 %s (%sx native), tether spin %s (%sx), tether adaptive %s (%sx native, %sx spin; goal <= 1.3x native: %s)\n",
           show(nat), show(l), ratio(l, nat), show(s), ratio(s, nat), show(a), ratio(a, nat), ratio(a, s),
           verdict(a >= 0 && nat > 0 && a <= 1.3 * nat)
+        r = med("rpc", "wait_empty")
+        if (r >= 0)
+          printf "wait: empty region of the program linked with -ltether-device, us: %s (%sx native, %sx without the library)\n",
+            show(r), ratio(r, nat), ratio(r, a)
         split("wait_50us wait_100us wait_1ms", names, " ")
         split("50 us|100 us|1 ms", labels, "|")
         for (i = 1; i <= 3; i++) {
