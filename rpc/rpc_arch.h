@@ -75,9 +75,9 @@
 #define RPC_SHORT_WORDS 12u
 
 /* A host waiter in rpc_arch_backoff() spins RPC_HOST_SPINS times, then yields its CPU
- * RPC_HOST_YIELDS times, then sleeps 1, 2, 4 ... 1024 us between looks: a long wait (a port
- * another thread holds through a slow call, a peer that is descheduled) costs little CPU, and
- * each sleep is no longer than the wait so far. */
+ * RPC_HOST_YIELDS times, then sleeps 1, 2, 4 ... 1024 us between looks (asked: the thread's
+ * timer slack, 50 us unless set, lengthens the short ones): a long wait (a port another thread
+ * holds through a slow call, a peer that is descheduled) costs little CPU. */
 #ifndef RPC_HOST_SPINS
 #define RPC_HOST_SPINS 256
 #endif
