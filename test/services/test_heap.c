@@ -21,45 +21,11 @@
 
 #include "../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
-#include "../rpc/server/svc_shared_mem.h"
+#include "../rpc/server/svc_rig.h"
 #include "tcheck.h"
 
-extern struct tether_rpc_device_client __tether_rpc_client;
-
-/* ---- fake device memory: host memory, with an optional budget ---------------------------- */
-
-static atomic_long dev_live;
-static atomic_ullong dev_bytes;
-static unsigned long long dev_budget; /* 0: no limit; else device_alloc fails beyond it */
-
-struct dev_hdr {
-    size_t size;
-    size_t pad;
-};
-
-static tether_status_t device_alloc(void *ctx, size_t size, uint64_t *dev_p)
-{
-    (void)ctx;
-    if (dev_budget != 0 && atomic_load(&dev_bytes) + size > dev_budget)
-        return TETHER_ERR_NO_MEMORY;
-    struct dev_hdr *h = malloc(sizeof *h + size);
-    if (h == NULL)
-        return TETHER_ERR_NO_MEMORY;
-    h->size = size;
-    atomic_fetch_add(&dev_live, 1);
-    atomic_fetch_add(&dev_bytes, size);
-    *dev_p = (uint64_t)(uintptr_t)(h + 1);
-    return TETHER_OK;
-}
-
-static void device_free(void *ctx, uint64_t dev)
-{
-    (void)ctx;
-    struct dev_hdr *h = (struct dev_hdr *)(uintptr_t)dev - 1;
-    atomic_fetch_sub(&dev_live, 1);
-    atomic_fetch_sub(&dev_bytes, h->size);
-    free(h);
-}
+/* Fake device memory (svc_rig.h), with a budget where a test sets one. */
+static struct svc_dev_mem dev_mem;
 
 /* ---- a server attached to the device library's global ------------------------------------ */
 
@@ -76,24 +42,13 @@ static void rig_up(struct rig *rig, size_t heap_limit)
     struct tether_rpc_server_config cfg = {
         .port_count = 64,
         .lane_count = 32,
-        .shared_alloc = svc_shared_alloc,
-        .shared_free = svc_shared_free,
-        .device_alloc = device_alloc,
-        .device_free = device_free,
+        .device_alloc = svc_device_alloc,
+        .device_free = svc_device_free,
+        .device_ctx = &dev_mem,
         .heap_limit = heap_limit,
         .err = rig->err,
     };
-    struct tether_error err = {""};
-    tether_status_t st = tether_rpc_server_create(&cfg, &rig->srv, &err);
-    if (st != TETHER_OK) {
-        fprintf(stderr, "server_create: %s (%s)\n", tether_status_str(st), err.msg);
-        exit(2);
-    }
-    st = svc_attach_client(rig->srv);
-    CHECKF(st == TETHER_OK, "attach the client: %s", tether_status_str(st));
-    st = tether_rpc_server_start(rig->srv, NULL, &err);
-    CHECKF(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
-    tether_rpc_server_kernel_started(rig->srv);
+    rig->srv = svc_server_up(cfg, true);
 }
 
 /* What the server wrote to err since the last look, once every call made so far was served
@@ -118,12 +73,10 @@ static void rig_down(struct rig *rig)
     char *rest = rig_err(rig);
     CHECKF(rest[0] == '\0', "unexpected diagnostics: %.600s", rest);
     free(rest);
-    tether_rpc_server_kernel_finished(rig->srv);
-    tether_rpc_server_destroy(rig->srv);
-    memset(&__tether_rpc_client, 0, sizeof __tether_rpc_client);
+    svc_server_down(rig->srv);
     fclose(rig->err);
-    CHECKF(atomic_load(&dev_live) == 0, "%ld device blocks still held after destroy",
-           atomic_load(&dev_live));
+    CHECKF(atomic_load(&dev_mem.live) == 0, "%ld device blocks still held after destroy",
+           atomic_load(&dev_mem.live));
 }
 
 /* Lines of text that contain every one of the (up to two) needles. */
@@ -436,7 +389,7 @@ static void test_refusal_device(void)
     int got, nulls;
     char *text;
     rig_up(&rig, 0);
-    dev_budget = atomic_load(&dev_bytes) + (40u << 20);
+    dev_mem.budget = atomic_load(&dev_mem.bytes) + (40u << 20);
     got = nulls = 0;
     for (int i = 0; i < 64; i++) {
         b[i] = tether_device_malloc(3u << 20);
@@ -457,7 +410,7 @@ static void test_refusal_device(void)
            text);
     CHECKF(count_lines(text, "", NULL) == 1, "one diagnostic line in all: %.600s", text);
     free(text);
-    dev_budget = 0;
+    dev_mem.budget = 0;
     for (int i = 0; i < 64; i++)
         tether_device_free(b[i]);
 

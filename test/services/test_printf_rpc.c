@@ -17,27 +17,13 @@
 
 #include "../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
-#include "../rpc/server/svc_shared_mem.h"
+#include "../rpc/server/svc_rig.h"
 #include "tcheck.h"
-
-extern struct tether_rpc_device_client __tether_rpc_client;
 
 static tether_rpc_server_t *srv;
 static FILE *out;
 
-static tether_status_t device_alloc(void *ctx, size_t size, uint64_t *dev_p)
-{
-    (void)ctx;
-    void *p = malloc(size);
-    *dev_p = (uint64_t)(uintptr_t)p;
-    return p == NULL ? TETHER_ERR_NO_MEMORY : TETHER_OK;
-}
-
-static void device_free(void *ctx, uint64_t dev)
-{
-    (void)ctx;
-    free((void *)(uintptr_t)dev);
-}
+static struct svc_dev_mem dev_mem;
 
 static void server_up(bool wide)
 {
@@ -46,24 +32,13 @@ static void server_up(bool wide)
         .port_count = 4,
         .lane_count = 32,
         .host_client = wide,
-        .shared_alloc = svc_shared_alloc,
-        .shared_free = svc_shared_free,
-        .device_alloc = device_alloc,
-        .device_free = device_free,
+        .device_alloc = svc_device_alloc,
+        .device_free = svc_device_free,
+        .device_ctx = &dev_mem,
         .out = out,
         .err = stderr,
     };
-    struct tether_error err = {""};
-    tether_status_t st = tether_rpc_server_create(&cfg, &srv, &err);
-    if (st != TETHER_OK) {
-        fprintf(stderr, "server_create: %s (%s)\n", tether_status_str(st), err.msg);
-        exit(2);
-    }
-    st = svc_attach_client(srv);
-    CHECKF(st == TETHER_OK, "attach the client: %s", tether_status_str(st));
-    st = tether_rpc_server_start(srv, NULL, &err);
-    CHECKF(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
-    tether_rpc_server_kernel_started(srv);
+    srv = svc_server_up(cfg, true);
 }
 
 /* The server's output since the last call of this, compared with `want` (n bytes). */
@@ -187,9 +162,7 @@ int main(int argc, char **argv)
     struct tether_rpc_stats st;
     tether_rpc_server_stats(srv, &st);
     CHECKF(st.malformed == 0, "%llu malformed messages", (unsigned long long)st.malformed);
-    tether_rpc_server_kernel_finished(srv);
-    tether_rpc_server_destroy(srv);
-    memset(&__tether_rpc_client, 0, sizeof __tether_rpc_client);
+    svc_server_down(srv);
     fclose(out);
     return tcheck_exit(argv[1]);
 }

@@ -24,25 +24,11 @@
 
 #include "../../../rpc/device/device_internal.h"
 #include "tether/rpc.h"
-#include "svc_shared_mem.h"
+#include "svc_rig.h"
 
 extern struct tether_rpc_device_client __tether_rpc_client;
 
 #define OP_PING 0x8001u
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_us(uint64_t us)
 {
@@ -71,7 +57,7 @@ struct llvm_thread {
 static void *llvm_main(void *arg)
 {
     struct llvm_thread *t = arg;
-    uint64_t last = now_ns();
+    uint64_t last = svc_clock_ns(CLOCK_MONOTONIC);
     for (;;) {
         pthread_mutex_lock(&t->mu);
         while (t->users == 0 && !t->stop)
@@ -83,8 +69,8 @@ static void *llvm_main(void *arg)
         uint32_t progress = 0;
         tether_rpc_server_handle(t->srv, &progress);
         if (progress != 0) {
-            last = now_ns();
-        } else if (now_ns() - last > 25000) {
+            last = svc_clock_ns(CLOCK_MONOTONIC);
+        } else if (svc_clock_ns(CLOCK_MONOTONIC) - last > 25000) {
             sleep_us(250);
         }
     }
@@ -140,9 +126,10 @@ static void run(bool ours, bool host_client, int samples, struct result *r)
 
     /* Idle, no kernel: the main thread sleeps, what the process burns is the server's. */
     sleep_us(50000);
-    uint64_t c0 = cpu_ns(), t0 = now_ns();
+    uint64_t c0 = svc_clock_ns(CLOCK_PROCESS_CPUTIME_ID), t0 = svc_clock_ns(CLOCK_MONOTONIC);
     sleep_us(500000);
-    r->cpu_idle = 100.0 * (double)(cpu_ns() - c0) / (double)(now_ns() - t0);
+    r->cpu_idle = 100.0 * (double)(svc_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) /
+                  (double)(svc_clock_ns(CLOCK_MONOTONIC) - t0);
 
     /* A kernel runs, no calls. */
     if (ours)
@@ -150,19 +137,20 @@ static void run(bool ours, bool host_client, int samples, struct result *r)
     else
         llvm_users(&lt, 1);
     sleep_us(50000);
-    c0 = cpu_ns();
-    t0 = now_ns();
+    c0 = svc_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    t0 = svc_clock_ns(CLOCK_MONOTONIC);
     sleep_us(500000);
-    r->cpu_kernel = 100.0 * (double)(cpu_ns() - c0) / (double)(now_ns() - t0);
+    r->cpu_kernel = 100.0 * (double)(svc_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) /
+                    (double)(svc_clock_ns(CLOCK_MONOTONIC) - t0);
 
     /* Calls after 1 ms of quiet. */
     uint64_t *lat = malloc((size_t)samples * sizeof *lat);
     char in[16] = "ping", out[16];
     for (int i = 0; i < samples; i++) {
         sleep_us(1000);
-        uint64_t s = now_ns();
+        uint64_t s = svc_clock_ns(CLOCK_MONOTONIC);
         int64_t n = tether_rpc_call(OP_PING, in, sizeof in, out, sizeof out);
-        lat[i] = now_ns() - s;
+        lat[i] = svc_clock_ns(CLOCK_MONOTONIC) - s;
         if (n != (int64_t)sizeof in)
             exit(1);
     }
@@ -175,9 +163,9 @@ static void run(bool ours, bool host_client, int samples, struct result *r)
     enum { BUSY = 20000 };
     uint64_t *rtt = malloc(BUSY * sizeof *rtt);
     for (int i = 0; i < BUSY; i++) {
-        uint64_t s = now_ns();
+        uint64_t s = svc_clock_ns(CLOCK_MONOTONIC);
         tether_rpc_call(OP_PING, in, sizeof in, out, sizeof out);
-        rtt[i] = now_ns() - s;
+        rtt[i] = svc_clock_ns(CLOCK_MONOTONIC) - s;
     }
     qsort(rtt, BUSY, sizeof *rtt, cmp_u64);
     r->busy_rtt = (double)rtt[BUSY / 2] / 1000.0;

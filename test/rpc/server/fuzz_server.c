@@ -22,7 +22,7 @@
 #include "../../../rpc/device_client.h"
 #include "../../../rpc/rpc.h"
 #include "tether/rpc.h"
-#include "svc_shared_mem.h"
+#include "svc_rig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,32 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "svc_shared_mem.h"
+#include "svc_rig.h"
 #include "test_rpc_host.h"
 
 int scale = 1;
 
-/* ---- fake device memory ------------------------------------------------------------------ */
-
-atomic_long dev_live;
-
-static tether_status_t device_alloc(void *ctx, size_t size, uint64_t *dev_p)
-{
-    (void)ctx;
-    void *p = malloc(size);
-    if (p == NULL)
-        return TETHER_ERR_NO_MEMORY;
-    atomic_fetch_add(&dev_live, 1);
-    *dev_p = (uint64_t)(uintptr_t)p;
-    return TETHER_OK;
-}
-
-static void device_free(void *ctx, uint64_t dev)
-{
-    (void)ctx;
-    atomic_fetch_sub(&dev_live, 1);
-    free((void *)(uintptr_t)dev);
-}
+struct svc_dev_mem dev_mem;
 
 /* ---- a server with the global attached -------------------------------------------------- */
 
@@ -52,26 +32,13 @@ void rig_up(struct rig *rig, bool wide, uint32_t ports, uint32_t lanes, bool thr
         .port_count = ports,
         .lane_count = lanes,
         .host_client = wide,
-        .shared_alloc = svc_shared_alloc,
-        .shared_free = svc_shared_free,
-        .device_alloc = device_alloc,
-        .device_free = device_free,
+        .device_alloc = svc_device_alloc,
+        .device_free = svc_device_free,
+        .device_ctx = &dev_mem,
         .out = rig->out,
         .err = rig->err,
     };
-    struct tether_error err = {""};
-    tether_status_t st = tether_rpc_server_create(&cfg, &rig->srv, &err);
-    if (st != TETHER_OK) {
-        fprintf(stderr, "server_create: %s (%s)\n", tether_status_str(st), err.msg);
-        exit(2);
-    }
-    st = svc_attach_client(rig->srv);
-    CHECKF(st == TETHER_OK, "attach the client: %s", tether_status_str(st));
-    if (thread) {
-        st = tether_rpc_server_start(rig->srv, NULL, &err);
-        CHECKF(st == TETHER_OK, "start: %s (%s)", tether_status_str(st), err.msg);
-    }
-    tether_rpc_server_kernel_started(rig->srv);
+    rig->srv = svc_server_up(cfg, thread);
 }
 
 /* Reads a whole stream back. */
@@ -89,13 +56,11 @@ char *slurp(FILE *f, size_t *len_p)
 
 void rig_down(struct rig *rig)
 {
-    tether_rpc_server_kernel_finished(rig->srv);
-    tether_rpc_server_destroy(rig->srv);
-    memset(&__tether_rpc_client, 0, sizeof __tether_rpc_client);
+    svc_server_down(rig->srv);
     fclose(rig->out);
     fclose(rig->err);
-    CHECKF(atomic_load(&dev_live) == 0, "%ld device blocks still held after destroy",
-           atomic_load(&dev_live));
+    CHECKF(atomic_load(&dev_mem.live) == 0, "%ld device blocks still held after destroy",
+           atomic_load(&dev_mem.live));
 }
 
 /* ---- printf ----------------------------------------------------------------------------- */

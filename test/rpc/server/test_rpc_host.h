@@ -23,6 +23,7 @@
 
 #include "../../../rpc/device/device_internal.h"
 #include "../../../rpc/server/rpc_internal.h"
+#include "svc_rig.h"
 #include "tcheck.h"
 #include "tether/rpc.h"
 
@@ -30,8 +31,8 @@ extern struct tether_rpc_device_client __tether_rpc_client;
 
 /* argv[2]: multiplies the rounds of the cases that loop (1 by default). */
 extern int scale;
-/* Blocks of fake device memory handed out and not yet freed. */
-extern atomic_long dev_live;
+/* The servers' fake device memory (svc_rig.h): blocks handed out and not yet freed in .live. */
+extern struct svc_dev_mem dev_mem;
 
 /* A server with the global client attached. */
 struct rig {

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "svc_shared_mem.h"
+#include "svc_rig.h"
 
 #include "test_rpc_host.h"
 

@@ -238,7 +238,7 @@ void test_malloc(void)
         (unsigned long long)aans.ptr);
     tether_rpc_server_stats(rig.srv, &st);
     uint64_t with_raw = st.heap_chunks;
-    long live_before = atomic_load(&dev_live);
+    long live_before = atomic_load(&dev_mem.live);
     struct tether_rpc_free_req freq = {aans.ptr};
     iov = (struct dev_iov){&freq, sizeof freq};
     tether_device_call(TETHER_RPC_OP_FREE, &iov, 1, false, NULL, 0, NULL, NULL);
@@ -248,17 +248,17 @@ void test_malloc(void)
     }
     CHECKF(st.heap_chunks == with_raw - 1, "FREE taken by the host (%llu -> %llu)",
            (unsigned long long)with_raw, (unsigned long long)st.heap_chunks);
-    CHECKF(atomic_load(&dev_live) == live_before,
+    CHECKF(atomic_load(&dev_mem.live) == live_before,
            "device_free deferred while a kernel runs (%ld -> %ld blocks)", live_before,
-           atomic_load(&dev_live));
+           atomic_load(&dev_mem.live));
     tether_rpc_server_kernel_finished(rig.srv);
-    CHECKF(atomic_load(&dev_live) == live_before - 1,
+    CHECKF(atomic_load(&dev_mem.live) == live_before - 1,
            "device_free done once no kernel runs (%ld -> %ld blocks)", live_before,
-           atomic_load(&dev_live));
+           atomic_load(&dev_mem.live));
     tether_rpc_server_kernel_started(rig.srv);
     void *al = tether_device_aligned_alloc(4096, 1000);
     CHECKF(al != NULL && ((uintptr_t)al & 4095) == 0, "aligned_alloc(4096) = %p", al);
     tether_device_free(al);
-    CHECKF(atomic_load(&dev_live) > 0, "the device holds heap chunks before shutdown");
+    CHECKF(atomic_load(&dev_mem.live) > 0, "the device holds heap chunks before shutdown");
     rig_down(&rig); /* checks that destroy released every chunk */
 }

@@ -13,20 +13,6 @@
 
 /* ---- the thread while a kernel runs but makes no call ------------------------------------ */
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_ms(unsigned ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -58,10 +44,10 @@ void test_idle(bool wide)
     struct tether_rpc_stats s0, s1;
     tether_rpc_server_stats(rig.srv, &s0);
     uint64_t sweeps0 = atomic_load(&rig.srv->st_idle_sweeps);
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = svc_clock_ns(CLOCK_MONOTONIC);
     sleep_ms(500);
     tether_rpc_server_stats(rig.srv, &s1);
-    uint64_t elapsed = mono_ns() - t0;
+    uint64_t elapsed = svc_clock_ns(CLOCK_MONOTONIC) - t0;
     uint64_t wakeups = s1.wakeups - s0.wakeups, cpu = s1.thread_cpu_ns - s0.thread_cpu_ns;
     printf("%s, TETHER_WAIT=%s: %llu wake-ups and %.2f ms of the server thread's CPU in %.1f ms "
            "without calls (%.2f%% of a core)\n",
@@ -139,14 +125,14 @@ void test_quiet_kernels(void)
     tether_rpc_server_stats(rig.srv, &s0);
     uint64_t sweeps0 = atomic_load(&rig.srv->st_empty_sweeps);
     uint32_t rings0 = atomic_load(&rig.srv->bell.seq);
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = svc_clock_ns(CLOCK_MONOTONIC);
     for (int k = 0; k < KERNELS; k++) {
         tether_rpc_server_kernel_started(rig.srv);
         struct timespec ts = {0, 200000};
         nanosleep(&ts, NULL);
         tether_rpc_server_kernel_finished(rig.srv);
     }
-    uint64_t wall = mono_ns() - t0;
+    uint64_t wall = svc_clock_ns(CLOCK_MONOTONIC) - t0;
     uint64_t sweeps = atomic_load(&rig.srv->st_empty_sweeps) - sweeps0;
     uint32_t rings = atomic_load(&rig.srv->bell.seq) - rings0;
     tether_rpc_server_stats(rig.srv, &s1);
@@ -208,15 +194,15 @@ struct slow_arg {
 static void *slow_thread(void *arg)
 {
     struct slow_arg *a = arg;
-    uint64_t c0 = thread_cpu_ns(), t0 = mono_ns();
+    uint64_t c0 = svc_clock_ns(CLOCK_THREAD_CPUTIME_ID), t0 = svc_clock_ns(CLOCK_MONOTONIC);
     for (int c = 0; c < a->calls; c++) {
         char in[24], out[24];
         int n = snprintf(in, sizeof in, "slow call %d", c);
         if (tether_rpc_call(0x8002, in, (uint64_t)n, out, sizeof out) != n || memcmp(in, out, n))
             atomic_fetch_add(a->wrong, 1);
     }
-    a->cpu_ns = thread_cpu_ns() - c0;
-    a->wall_ns = mono_ns() - t0;
+    a->cpu_ns = svc_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    a->wall_ns = svc_clock_ns(CLOCK_MONOTONIC) - t0;
     return NULL;
 }
 
