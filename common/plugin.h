@@ -138,6 +138,8 @@ struct plugin_device_limits {
     uint32_t default_teams;   /* teams when neither num_teams nor a trip count is known (3200) */
     uint32_t rpc_ports;       /* RPC ports per image by default; 0: common's choice (64, or 4 x
                                  CPUs, on the host; 4096 on GPUs) */
+    uint32_t rpc_lanes;       /* lanes of a port (buffers per port): the most lanes of a device
+                                 call; 0: warp_size (32 on the host, whose wide calls use all) */
     /* The device's PCI address as sysfs names it under /sys/bus/pci/devices: lower-case hex
      * "dddd:bb:dd.f" (domain, bus, device, function), NUL-terminated; "" when unknown (the host,
      * or a driver that cannot tell).  Common places the device's RPC server thread on the cores

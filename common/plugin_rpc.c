@@ -267,10 +267,14 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     if (dev->limits.rpc_ports != 0)
         ports = dev->limits.rpc_ports;
     ports = (uint32_t)plugin_env_int("TETHER_RPC_PORTS", ports, 1, TETHER_RPC_DEVICE_PORTS_MAX);
+    /* The host's wide calls run one message through all 32 lanes' buffers. */
+    uint32_t lanes = dev->limits.rpc_lanes ? dev->limits.rpc_lanes
+                     : host                ? 32
+                                           : dev->limits.warp_size;
     struct tether_rpc_server_config cfg = {
         .device_id = (uint32_t)dev->id,
         .port_count = ports,
-        .lane_count = host ? 32 : dev->limits.warp_size,
+        .lane_count = lanes,
         .host_client = host,
         .shared_alloc = shared_alloc_cb,
         .shared_free = shared_free_cb,

@@ -31,7 +31,7 @@
 #include "tether/rpc_opcodes.h"
 
 #define TETHER_RPC_CLIENT_MAGIC 0x43505254u /* "TRPC" */
-#define TETHER_RPC_CLIENT_VERSION 6u        /* changes with the layout below */
+#define TETHER_RPC_CLIENT_VERSION 7u        /* changes with the layout below */
 #define TETHER_RPC_CLIENT_SYMBOL "__tether_rpc_client"
 /* NVIDIA images: a copy of the client's first TETHER_RPC_CLIENT_CONST_SIZE bytes (everything but
  * the port state words) in constant memory, written by the CUDA plugin after the global. */

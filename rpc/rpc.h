@@ -373,13 +373,15 @@ static inline bool rpc_head_arrived_(struct rpc_process *process, rpc_port_t *po
     return true;
 }
 
-/* Runs fn once per active lane (SIMT: for the calling lane). */
+/* Runs fn once per active lane (SIMT: for the calling lane; a call of one lane uses the buffer
+ * its mask names, whichever lane makes it). */
 static inline void rpc_invoke_(const struct rpc_process *process, const rpc_port_t *port,
                                rpc_lane_fn fn, void *arg)
 {
     struct rpc_buffer *slot = rpc_slot_(process, port);
 #if RPC_ARCH_SIMT
-    uint32_t lane = rpc_arch_lane_id();
+    uint64_t mask = port->lane_mask_;
+    uint32_t lane = (mask & (mask - 1)) == 0 ? (uint32_t)__builtin_ctzll(mask) : rpc_arch_lane_id();
     RPC_ASSERT(lane < process->lanes);
     fn(&slot[lane], lane, arg);
 #else

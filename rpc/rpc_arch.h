@@ -374,9 +374,9 @@ static inline uint32_t rpc_arch_first_lane_(uint64_t mask)
     return (uint32_t)__builtin_ctzll(mask);
 }
 
-/* A call of one lane (the device library's, mask = 1 << laneid): the caller is the first lane,
- * and there is nothing to vote, broadcast or synchronise.  The compiler sees that a shifted one
- * is a power of two and drops the warp primitives below (each a shuffle or vote behind a
+/* A call of one lane (the device library's, mask = 1): the caller is the first lane, and there
+ * is nothing to vote, broadcast or synchronise.  The compiler sees the one-bit mask and drops
+ * the warp primitives below (each a shuffle or vote behind a
  * convergence check: tens of cycles, paid several times per call) at compile time. */
 static inline bool rpc_arch_one_lane_(uint64_t mask)
 {

@@ -385,8 +385,10 @@ static tether_status_t cuda_device_limits(struct plugin_device *dev,
     limits_p->initial_events = cd->initial_events;
     /* Each NVIDIA thread calls on its own home port (docs/rpc-services.md): with 4096 ports
      * the 16896 threads of a 132 x 128 printf shared ports and printed at 0.98 M lines/s on an
-     * H200, with 16384 at 2.05 M lines/s (CUDA's printf: 1.98).  32 MiB of pinned memory. */
+     * H200, with 16384 at 2.05 M lines/s (CUDA's printf: 1.98).  A port of one lane: 1 MiB of
+     * pinned memory for the buffers (32 lanes would be 32 MiB, 31 of them never used). */
     limits_p->rpc_ports = CUDA_RPC_PORTS;
+    limits_p->rpc_lanes = 1;
     /* Where the GPU sits, for the RPC server thread's placement and print_device_info; left ""
      * where the driver cannot tell.  CUDA has no attribute for the PCI function: a GPU's is 0. */
     if (drv->cuDeviceGetAttribute(&domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, cd->cu_dev) ==

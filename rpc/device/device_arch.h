@@ -58,16 +58,17 @@ static inline uint64_t dev_active_mask(void)
 #endif
 }
 
-/* The lanes that make one call together.  NVIDIA: the calling thread alone (a port of one
- * lane).  Under independent thread scheduling the lanes that __activemask() reports need not
- * meet again at the next warp-synchronous step, and a mask that the lanes do not agree on makes
- * shfl/vote/bar.warp.sync undefined (seen on an H200: calls returned garbage or hung); a
- * one-lane mask is always agreed on, and every warp operation of rpc.h folds away for it.  AMD:
- * the active lanes of the wave, which run in lockstep.  Host: the one thread. */
+/* The lanes that make one call together.  NVIDIA: the calling thread alone, as the port's lane
+ * 0 (ports of one lane: the CUDA backend's limits.rpc_lanes).  Under independent thread
+ * scheduling the lanes that __activemask() reports need not meet again at the next
+ * warp-synchronous step, and a mask that the lanes do not agree on makes shfl/vote/bar.warp.sync
+ * undefined (seen on an H200: calls returned garbage or hung); a one-lane mask is always agreed
+ * on, and every warp operation of rpc.h folds away for it.  AMD: the active lanes of the wave,
+ * which run in lockstep.  Host: the one thread. */
 static inline uint64_t dev_call_lanes(void)
 {
 #if defined(RPC_ARCH_NVPTX)
-    return (uint64_t)1 << rpc_arch_lane_id();
+    return 1;
 #else
     return dev_active_mask();
 #endif

@@ -15,9 +15,16 @@
 
 extern const struct plugin_ops plugin_backend_ops; /* the host backend */
 
+/* An NVIDIA GPU's limits as the CUDA backend reports them. */
+static const struct plugin_device_limits nv_limits = {.warp_size = 32,
+                                                      .max_threads = 1024,
+                                                      .max_teams = 65536,
+                                                      .default_threads = 128,
+                                                      .default_teams = 3200};
+
 static void test_geometry(void)
 {
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL, 0, 0};
+    const struct plugin_device_limits nv = nv_limits;
     struct tgt_kernel_args ka;
     uint32_t teams, threads;
 
@@ -68,7 +75,7 @@ static void test_geometry(void)
  * as LLVM 16's CUDA/AMDGPU plugins do. */
 static void test_geometry_env(void)
 {
-    const struct plugin_device_limits nv = {32, 1024, 65536, 128, 3200, 0, "", 0, NULL, 0, 0};
+    const struct plugin_device_limits nv = nv_limits;
     struct plugin_launch_env env;
     struct tgt_kernel_args ka;
     uint32_t teams, threads;

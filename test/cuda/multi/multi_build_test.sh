@@ -54,8 +54,8 @@ good() {
 }
 rpc() {
   echo "tether (cuda): device 0: initialised"
-  echo "tether (cuda): device 0: rpc: 64 ports x 32 lanes (4224 KiB shared), thread"
-  [ "${1:-2}" = 1 ] || echo "tether (cuda): device 1: rpc: 64 ports x 32 lanes (4224 KiB shared), thread"
+  echo "tether (cuda): device 0: rpc: 16384 ports x 1 lanes (3104 KiB shared), thread"
+  [ "${1:-2}" = 1 ] || echo "tether (cuda): device 1: rpc: 16384 ports x 1 lanes (3104 KiB shared), thread"
 }
 expect() { # WANT NAME RC: check_multi.sh on $work/c.out, $work/c.err
   bash "$check" "$3" "$work/c.out" "$work/c.err" >"$work/c.txt"
