@@ -222,6 +222,12 @@ struct tether_rpc_server {
     _Atomic bool parked;
     _Atomic uint64_t calls_at_launch;
     _Atomic uint64_t kernels_ended_ns;
+    /* Clears of device_bell: `bell_clears` is odd while the thread clears it (one bump before
+     * the exchange, one after); `clears_at_start` is its value when the count of running kernels
+     * last rose from 0.  A kernel that ends alone, with the word unset and no clear since its
+     * launch, made no call: kernel_finished has nothing to serve and skips the sweep. */
+    _Atomic uint64_t bell_clears;
+    _Atomic uint64_t clears_at_start;
     char where[192]; /* placement, for describe */
 
     /* fork (rpc_thread.c): every live server is on one list, which the fork handlers walk.  In
@@ -369,18 +375,23 @@ static inline void srv_count(_Atomic uint64_t *counter, uint64_t n)
  *                   for a while (THREAD_HOT_NS), then sweep
  *   SRV_IDLE_SLEEP  sleep on the doorbell for *slice_ns_p, then sweep
  * adaptive (TETHER_WAIT's default): SRV_IDLE_HOT_ROUNDS hot rounds, SRV_IDLE_RELAX_ROUNDS
- * relaxed ones, then sleeps whose slice doubles from SRV_IDLE_SLICE_MIN_NS up to
- * SRV_IDLE_SLICE_MAX_NS (so a call after a long quiet spell is seen within the longest slice);
+ * relaxed ones, then sleeps whose slice doubles from SRV_IDLE_SLICE_MIN_NS up to the longest,
+ * srv_idle_slice_max (so a call after a long quiet spell is seen within the longest slice);
  * spin: always hot; block: a sleep of the longest slice after every round without a call.
  * A call served, or the doorbell rung (a kernel started, notify, a host client's call) after
  * calls since the ring before, resets it with srv_idle_reset: hot again; a ring after none
  * (kernels that make no call) sets it with srv_idle_quiet to the longest sleep.
+ * The longest slice is SRV_IDLE_SLICE_MAX_NS once a call was served (srv_idle_reset), and
+ * SRV_IDLE_SLICE_FIRST_NS before: a program whose kernels have made no call, most programs
+ * linked with the device library, pays one wake-up per 0.8 ms of kernel time instead of one per
+ * 0.1 ms (each 5-10 us of CPU on a virtualised host), and its first call waits up to 0.8 ms.
  */
 enum srv_idle_phase { SRV_IDLE_HOT, SRV_IDLE_RELAX, SRV_IDLE_SLEEP };
 #define SRV_IDLE_HOT_ROUNDS 16u
 #define SRV_IDLE_RELAX_ROUNDS 16u
 #define SRV_IDLE_SLICE_MIN_NS 25000u
 #define SRV_IDLE_SLICE_MAX_NS 100000u
+#define SRV_IDLE_SLICE_FIRST_NS 800000u
 /* A device client's call sets the doorbell word (tether_rpc_server.device_bell) after its first
  * packet, but the word may become visible before the packet's flag does (separate stores, no
  * fence between them); a set word sends the thread back to its hot rounds, which see the flag.
@@ -396,11 +407,13 @@ struct srv_idle {
     enum tether_wait_mode mode;
     uint32_t empty; /* rounds without a call since the last reset (stops counting at a sleep of
                        the longest slice) */
+    bool served;    /* a call was served (a reset) since srv_idle_init */
 };
 
 void srv_idle_init(struct srv_idle *idle, enum tether_wait_mode mode);
 void srv_idle_reset(struct srv_idle *idle);
 void srv_idle_quiet(struct srv_idle *idle);
+uint64_t srv_idle_slice_max(const struct srv_idle *idle);
 enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p);
 
 /* tether_rpc_server_handle with the sweep for new calls bounded to `sweep_words` bitmap words

@@ -220,8 +220,10 @@ void srv_calls_reset(struct tether_rpc_server *srv)
     srv_prof_reset(srv);
     /* The ports: every call on them was made by a thread the child does not have. */
     memset(srv->region_host, 0, srv->region_size);
-    if (srv->device_bell != NULL)
+    if (srv->device_bell != NULL) {
+        atomic_fetch_add(&srv->bell_clears, 2);
         atomic_store(srv->device_bell, 0);
+    }
     memset(srv->locks, 0, rpc_lock_size(ports));
     rpc_server_init(&srv->rpc, srv->region_host, ports, lanes, srv->locks);
 }

@@ -10,16 +10,18 @@
  * Waiting for calls (TETHER_WAIT; every sleep is a futex wait on srv->bell.seq, which
  * kernel_started, notify and host clients' doorbells bump):
  *   no kernel runs        for 2 ms after the last kernel ended, a server of device clients
- *                         sleeps in 100 us slices as while a kernel runs, so that a launch
+ *                         sleeps in the longest slices as while a kernel runs, so that a launch
  *                         after quiet kernels makes no system call; then it parks: sleeps until
  *                         rung (a 50 ms safety poll).  spin: parks at once
  *   a kernel runs         adaptive (default): stay hot while calls come (sweep, and between
  *                         sweeps watch the ports of the last calls), and after a round without
  *                         a call back off step by step (struct srv_idle, rpc_internal.h): more hot
  *                         rounds, then rounds of polling with a cpu-relax pause, then sleeps in
- *                         slices that grow to 100 us (a GPU cannot ring: the slice bounds how
- *                         late a call after a quiet spell is seen; timer slack is set to 1 us so
- *                         that a slice is kept).  A device call sets a doorbell word in shared
+ *                         slices that grow to 100 us, or to 800 us until the first call was
+ *                         served (a GPU cannot ring: the slice bounds how late a call after a
+ *                         quiet spell is seen, and a program whose kernels never call pays one
+ *                         wake-up per 800 us; timer slack is set to 1 us so that a slice is
+ *                         kept).  A device call sets a doorbell word in shared
  *                         memory, so a wake-up looks at one word, not at every port
  *                         (sleep_for_device).  A host client rings for each call, so a server
  *                         of host clients with no call in flight sleeps until rung instead.
@@ -28,8 +30,9 @@
  * A call served makes the thread hot again, and so does a ring (a kernel launch, notify, a host
  * client's call) when calls were served since the ring before it; a ring that follows only quiet
  * kernels starts the thread at the longest sleep, as after a long quiet spell.  So calls in a burst
- * are seen within a pause, a call after a long quiet spell within about 100 us, a quiet kernel
- * costs one wake-up per 100 us (a host client's: none), and a program whose kernels make no calls
+ * are seen within a pause, a call after a long quiet spell within about 100 us (the program's
+ * first call within 800 us), a quiet kernel costs one wake-up per 100 us (800 us before the first
+ * call; a host client's: none), and a program whose kernels make no calls
  * does not keep the thread spinning after each of its launches (the first call of such a kernel is
  * seen within a slice, as after a long quiet spell).
  */
@@ -262,17 +265,25 @@ void srv_idle_init(struct srv_idle *idle, enum tether_wait_mode mode)
 {
     idle->mode = mode;
     idle->empty = 0;
+    idle->served = false;
 }
 
 void srv_idle_reset(struct srv_idle *idle)
 {
     idle->empty = 0;
+    idle->served = true;
+}
+
+uint64_t srv_idle_slice_max(const struct srv_idle *idle)
+{
+    return idle->served ? SRV_IDLE_SLICE_MAX_NS : SRV_IDLE_SLICE_FIRST_NS;
 }
 
 void srv_idle_quiet(struct srv_idle *idle)
 {
+    uint64_t max = srv_idle_slice_max(idle);
     uint32_t slices = 0; /* slices from the shortest to the longest */
-    for (uint64_t slice = SRV_IDLE_SLICE_MIN_NS; slice < SRV_IDLE_SLICE_MAX_NS; slice *= 2)
+    for (uint64_t slice = SRV_IDLE_SLICE_MIN_NS; slice < max; slice *= 2)
         slices++;
     idle->empty = SRV_IDLE_HOT_ROUNDS + SRV_IDLE_RELAX_ROUNDS + slices;
 }
@@ -280,11 +291,12 @@ void srv_idle_quiet(struct srv_idle *idle)
 enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p)
 {
     const uint32_t spin = SRV_IDLE_HOT_ROUNDS + SRV_IDLE_RELAX_ROUNDS;
+    const uint64_t max = srv_idle_slice_max(idle);
     switch (idle->mode) {
     case TETHER_WAIT_SPIN:
         return SRV_IDLE_HOT;
     case TETHER_WAIT_BLOCK:
-        *slice_ns_p = SRV_IDLE_SLICE_MAX_NS;
+        *slice_ns_p = max;
         return SRV_IDLE_SLEEP;
     case TETHER_WAIT_ADAPTIVE:
         break;
@@ -294,12 +306,12 @@ enum srv_idle_phase srv_idle_next(struct srv_idle *idle, uint64_t *slice_ns_p)
         idle->empty++;
         return idle->empty <= SRV_IDLE_HOT_ROUNDS ? SRV_IDLE_HOT : SRV_IDLE_RELAX;
     }
-    for (uint32_t k = spin; k < idle->empty && slice < SRV_IDLE_SLICE_MAX_NS; k++)
+    for (uint32_t k = spin; k < idle->empty && slice < max; k++)
         slice *= 2;
-    if (slice < SRV_IDLE_SLICE_MAX_NS)
+    if (slice < max)
         idle->empty++; /* the next slice is longer */
     else
-        slice = SRV_IDLE_SLICE_MAX_NS;
+        slice = max;
     *slice_ns_p = slice;
     return SRV_IDLE_SLEEP;
 }
@@ -367,7 +379,9 @@ static bool sleep_for_device(struct srv_thread *t, struct srv_idle *idle, uint32
 {
     struct tether_rpc_server *srv = t->srv;
     for (;;) {
-        atomic_exchange(srv->device_bell, 0); /* a full barrier: the sweep reads after it */
+        atomic_fetch_add(&srv->bell_clears, 1); /* odd: clearing (kernel_finished) */
+        atomic_exchange(srv->device_bell, 0);   /* a full barrier: the sweep reads after it */
+        atomic_fetch_add(&srv->bell_clears, 1);
         uint32_t progress = 0;
         srv_handle(srv, 0, true, &progress);
         atomic_fetch_add(&srv->st_idle_sweeps, 1);
@@ -399,7 +413,7 @@ static void sleep_between_kernels(struct srv_thread *t, struct srv_idle *idle, u
     uint64_t ended = atomic_load_explicit(&srv->kernels_ended_ns, memory_order_relaxed);
     if (srv->device_bell != NULL && t->wait != TETHER_WAIT_SPIN && ended != 0 &&
         now_ns() - ended < SRV_PARK_AFTER_NS) {
-        sleep_on_bell(srv, seq, SRV_IDLE_SLICE_MAX_NS);
+        sleep_on_bell(srv, seq, srv_idle_slice_max(idle));
         if (atomic_load_explicit(srv->device_bell, memory_order_relaxed) != 0)
             srv_idle_reset(idle); /* a kernel launched without a ring calls */
         return;
@@ -591,7 +605,8 @@ void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)
 {
     if (srv->trace)
         srv_diag(srv, "kernel started (%u running before)", atomic_load(&srv->kernels));
-    atomic_fetch_add(&srv->kernels, 1);
+    if (atomic_fetch_add(&srv->kernels, 1) == 0)
+        atomic_store(&srv->clears_at_start, atomic_load(&srv->bell_clears));
     /* A parked thread must be woken.  One that watches in slices between kernels sees this one
      * by itself: it is rung only to be hot at once, when calls came since the last launch. */
     uint64_t calls = atomic_load_explicit(&srv->st_calls, memory_order_relaxed);
@@ -602,15 +617,23 @@ void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)
 
 void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
 {
+    uint64_t clears_at_start = atomic_load(&srv->clears_at_start); /* before the count falls */
     uint32_t old = atomic_load(&srv->kernels);
     while (old != 0 && !atomic_compare_exchange_weak(&srv->kernels, &old, old - 1))
         ;
     if (old == 1)
         atomic_store_explicit(&srv->kernels_ended_ns, now_ns(), memory_order_relaxed);
-    /* The kernel made its last calls before it completed: serve them here, on the caller's
-     * thread (handle_lock keeps it and the server thread apart), rather than ring the thread
-     * and sleep until it says it is done, two thread wake-ups per kernel. */
-    serve_until_quiet(srv);
+    /* A kernel that ran alone and made no call (its writes are all visible now that it has
+     * completed: no doorbell word set, and the thread cleared none since the launch) leaves
+     * nothing to serve or write: no sweep of every port on the launching thread. */
+    if (old == 1 && srv->device_bell != NULL && atomic_load(srv->device_bell) == 0 &&
+        atomic_load(&srv->bell_clears) == clears_at_start && clears_at_start % 2 == 0)
+        ;
+    else
+        /* The kernel made its last calls before it completed: serve them here, on the caller's
+         * thread (handle_lock keeps it and the server thread apart), rather than ring the
+         * thread and sleep until it says it is done, two thread wake-ups per kernel. */
+        serve_until_quiet(srv);
     if (atomic_load(&srv->kernels) == 0)
         srv_heap_flush_deferred(srv);
 }

@@ -2,9 +2,9 @@
 /*
  * test/rpc/server/test_idle.c - the server thread's back-off (struct srv_idle, rpc_internal.h), by
  * counts of rounds that found no call: adaptive stays hot, then polls with a pause, then sleeps
- * in slices that grow to the longest and stay there; a call (a reset) makes it hot again at any
- * point; spin never sleeps; block sleeps at once.  And TETHER_WAIT's words (one parser for the
- * plugins and the server thread).
+ * in slices that grow to the longest and stay there (0.8 ms until a call was served, 0.1 ms after);
+ * a call (a reset) makes it hot again at any point; spin never sleeps; block sleeps at once.  And
+ * TETHER_WAIT's words (one parser for the plugins and the server thread).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +17,10 @@ static const char *phase_name(enum srv_idle_phase p)
     return p == SRV_IDLE_HOT ? "hot" : p == SRV_IDLE_RELAX ? "relax" : "sleep";
 }
 
-/* Runs `rounds` empty rounds; checks the adaptive sequence from a fresh (or reset) state. */
-static void check_adaptive_from_start(struct srv_idle *idle, const char *when)
+/* Runs empty rounds; checks the adaptive sequence from a fresh (or reset) state: slices double
+ * from the shortest to `max` in `to_max` sleeps and stay there. */
+static void check_adaptive_from_start(struct srv_idle *idle, uint64_t max, uint32_t to_max,
+                                      const char *when)
 {
     uint64_t slice = 0, last = 0;
     for (uint32_t r = 1; r <= 2000; r++) {
@@ -39,27 +41,32 @@ static void check_adaptive_from_start(struct srv_idle *idle, const char *when)
             CHECKF(slice == SRV_IDLE_SLICE_MIN_NS, "%s: first slice %llu ns, want %u", when,
                    (unsigned long long)slice, SRV_IDLE_SLICE_MIN_NS);
         else
-            CHECKF(slice >= last && slice <= SRV_IDLE_SLICE_MAX_NS,
-                   "%s: sleep %u: slice %llu ns after %llu (at most %u)", when, k,
-                   (unsigned long long)slice, (unsigned long long)last, SRV_IDLE_SLICE_MAX_NS);
-        if (k == 3)
-            CHECKF(slice == SRV_IDLE_SLICE_MAX_NS, "%s: third slice %llu ns, want the longest %u",
-                   when, (unsigned long long)slice, SRV_IDLE_SLICE_MAX_NS);
+            CHECKF(slice >= last && slice <= max,
+                   "%s: sleep %u: slice %llu ns after %llu (at most %llu)", when, k,
+                   (unsigned long long)slice, (unsigned long long)last, (unsigned long long)max);
+        if (k == to_max)
+            CHECKF(slice == max, "%s: sleep %u: slice %llu ns, want the longest %llu", when, k,
+                   (unsigned long long)slice, (unsigned long long)max);
         last = slice;
     }
-    CHECKF(last == SRV_IDLE_SLICE_MAX_NS, "%s: after a long quiet spell the slice is %llu ns", when,
+    CHECKF(last == max, "%s: after a long quiet spell the slice is %llu ns", when,
            (unsigned long long)last);
 }
 
 int main(void)
 {
     _Static_assert(SRV_IDLE_SLICE_MIN_NS * 4 == SRV_IDLE_SLICE_MAX_NS, "three slices to the top");
+    _Static_assert(SRV_IDLE_SLICE_MIN_NS * 32 == SRV_IDLE_SLICE_FIRST_NS, "six before a call");
     struct srv_idle idle;
     uint64_t slice = 0;
 
-    /* adaptive: hot, relax, then sleeps of 25, 50, 100, 100... us */
+    /* adaptive, before any call: hot, relax, then sleeps of 25, 50, ... 800, 800... us */
     srv_idle_init(&idle, TETHER_WAIT_ADAPTIVE);
-    check_adaptive_from_start(&idle, "adaptive");
+    check_adaptive_from_start(&idle, SRV_IDLE_SLICE_FIRST_NS, 6, "adaptive before a call");
+    srv_idle_init(&idle, TETHER_WAIT_ADAPTIVE);
+    srv_idle_quiet(&idle);
+    CHECKF(srv_idle_next(&idle, &slice) == SRV_IDLE_SLEEP && slice == SRV_IDLE_SLICE_FIRST_NS,
+           "a quiet ring before any call: slice %llu ns", (unsigned long long)slice);
 
     /* A call resets it, wherever it is: in the sleeps, in the relaxed polls, while hot. */
     uint32_t at[] = {1, SRV_IDLE_HOT_ROUNDS, SRV_IDLE_HOT_ROUNDS + 3,
@@ -71,13 +78,14 @@ int main(void)
         srv_idle_reset(&idle);
         char when[64];
         snprintf(when, sizeof when, "reset after %u empty rounds", at[i]);
-        check_adaptive_from_start(&idle, when);
+        check_adaptive_from_start(&idle, SRV_IDLE_SLICE_MAX_NS, 3, when);
     }
 
     /* A ring after quiet kernels: sleeps of the longest slice, wherever it was; a call after it
      * makes it hot again. */
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         srv_idle_init(&idle, TETHER_WAIT_ADAPTIVE);
+        srv_idle_reset(&idle); /* a call was served */
         for (uint32_t r = 0; r < at[i]; r++)
             srv_idle_next(&idle, &slice);
         srv_idle_quiet(&idle);
@@ -92,7 +100,7 @@ int main(void)
             }
         }
         srv_idle_reset(&idle);
-        check_adaptive_from_start(&idle, "reset after a quiet ring");
+        check_adaptive_from_start(&idle, SRV_IDLE_SLICE_MAX_NS, 3, "reset after a quiet ring");
     }
 
     /* spin: never sleeps while a kernel runs. */
@@ -104,6 +112,9 @@ int main(void)
 
     /* block: the longest slice after every empty round, from the first on. */
     srv_idle_init(&idle, TETHER_WAIT_BLOCK);
+    CHECKF(srv_idle_next(&idle, &slice) == SRV_IDLE_SLEEP && slice == SRV_IDLE_SLICE_FIRST_NS,
+           "block before a call: slice %llu ns", (unsigned long long)slice);
+    srv_idle_reset(&idle);
     for (uint32_t r = 1; r <= 100; r++) {
         slice = 0;
         enum srv_idle_phase p = srv_idle_next(&idle, &slice);

@@ -10,7 +10,7 @@
  * test_rpc_host_user.c    user user-lanes (and the handlers other cases register)
  * test_rpc_host_bad.c     bad
  * test_rpc_host_exit.c    exit abort drain
- * test_rpc_host_idle.c    idle-lanes idle-wide slow-answers
+ * test_rpc_host_idle.c    idle-lanes idle-wide quiet-kernels finish slow-answers
  * test_rpc_host_placement.c placement
  */
 #ifndef TETHER_TEST_RPC_HOST_H
@@ -66,6 +66,7 @@ void test_drain(void);
 void test_idle(bool wide);
 void test_slow_answers(void);
 void test_quiet_kernels(void);
+void test_finish(void);
 /* 77 (skip) when no PCI device of this machine lists its local cores. */
 int test_placement(void);
 

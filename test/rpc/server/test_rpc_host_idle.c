@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * test/rpc/server/test_rpc_host_idle.c - test_rpc_host's idle-lanes, idle-wide, quiet-kernels and
- * slow-answers: the server thread while a kernel makes no call or short kernels make none, and host
- * clients sleeping for slow answers.
+ * test/rpc/server/test_rpc_host_idle.c - test_rpc_host's idle-lanes, idle-wide, quiet-kernels,
+ * finish and slow-answers: the server thread while a kernel makes no call or short kernels make
+ * none, a kernel's end with and without calls, and host clients sleeping for slow answers.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,11 +23,12 @@ static void sleep_ms(unsigned ms)
 /*
  * A kernel runs (rig_up started one) and makes no call for half a second.  Bounds that only a
  * busy server thread can break, never a slow machine (which wakes it less): a GPU-like server
- * (lanes) sleeps in slices of at most 100 us once calls stop, so it wakes at most once per 100 us
- * (plus the first, shorter slices); a server of host clients (wide), which ring for every call,
- * sleeps until rung, so it wakes only at its 50 ms safety poll and its CPU time is a small share
- * of the stretch.  TETHER_WAIT=spin (ctest sets it for idle-spin): no sleep at all while the
- * kernel runs; block: sleeps too.  Then calls are answered.
+ * (lanes) sleeps in slices of at most 800 us before its first call and 100 us once calls stop, so
+ * it wakes at most once per 800 or 100 us (plus the first, shorter slices); a server of host
+ * clients (wide), which ring for every call, sleeps until rung, so it wakes only at its 50 ms
+ * safety poll and its CPU time is a small share of the stretch.  TETHER_WAIT=spin (ctest sets it
+ * for idle-spin): no sleep at all while the kernel runs; block: sleeps too.  Then calls are
+ * answered.
  */
 void test_idle(bool wide)
 {
@@ -37,11 +38,25 @@ void test_idle(bool wide)
     rig_up(&rig, wide, 16, 32, true);
     atomic_int count = 0;
     CHECKF(tether_rpc_register(rig.srv, 0x8001, reverse_handler, &count) == TETHER_OK, "register");
+    struct tether_rpc_stats s0, s1;
+    if (!wide && !spin) {
+        /* Before the first call: the longest slices are 800 us (a kernel of a program that
+         * makes no call costs one wake-up per 800 us). */
+        tether_rpc_server_stats(rig.srv, &s0);
+        uint64_t t0 = svc_clock_ns(CLOCK_MONOTONIC);
+        sleep_ms(200);
+        tether_rpc_server_stats(rig.srv, &s1);
+        uint64_t elapsed = svc_clock_ns(CLOCK_MONOTONIC) - t0, wakeups = s1.wakeups - s0.wakeups;
+        printf("before any call: %llu wake-ups in %.1f ms\n", (unsigned long long)wakeups,
+               (double)elapsed / 1e6);
+        CHECKF(wakeups <= elapsed / SRV_IDLE_SLICE_FIRST_NS + 8,
+               "before any call: %llu wake-ups in %llu ns: slices shorter than %u ns",
+               (unsigned long long)wakeups, (unsigned long long)elapsed, SRV_IDLE_SLICE_FIRST_NS);
+    }
     char rev[4];
     CHECKF(tether_rpc_call(0x8001, "abcd", 4, rev, 4) == 4, "a call before the quiet stretch");
     sleep_ms(20); /* past the hot rounds and the first slices */
 
-    struct tether_rpc_stats s0, s1;
     tether_rpc_server_stats(rig.srv, &s0);
     uint64_t sweeps0 = atomic_load(&rig.srv->st_idle_sweeps);
     uint64_t t0 = svc_clock_ns(CLOCK_MONOTONIC);
@@ -170,6 +185,55 @@ void test_quiet_kernels(void)
     CHECKF(tether_rpc_call(0x8001, "efgh", 4, rev, 4) == 4 && memcmp(rev, "hgfe", 4) == 0,
            "a call in a kernel launched after the thread parked");
     rig_down(&rig);
+}
+
+/* kernel_finished with no server thread (so every sweep is the finishing thread's): a kernel that
+ * ran alone and made no call is finished without a sweep; one that made a call has it served and
+ * its line written, also when the thread cleared the doorbell word during the kernel (the word
+ * then says nothing) or was clearing it at the launch. */
+void test_finish(void)
+{
+    struct rig rig;
+    rig_up(&rig, false, 16, 32, false);
+    struct tether_rpc_server *srv = rig.srv;
+    uint64_t sweeps = atomic_load(&srv->st_empty_sweeps);
+    tether_rpc_server_kernel_finished(srv); /* rig_up started one */
+    CHECKF(atomic_load(&srv->st_empty_sweeps) == sweeps, "a quiet kernel's end swept the ports");
+
+    long pos = ftell(rig.out);
+    tether_rpc_server_kernel_started(srv);
+    dprintf_("one\n");
+    tether_rpc_server_kernel_finished(srv);
+    tether_rpc_server_kernel_started(srv);
+    dprintf_("two\n");
+    atomic_fetch_add(&srv->bell_clears, 1); /* the thread clears the word: the call stays */
+    atomic_store(srv->device_bell, 0);
+    atomic_fetch_add(&srv->bell_clears, 1);
+    tether_rpc_server_kernel_finished(srv);
+    atomic_fetch_add(&srv->bell_clears, 1); /* a launch while the thread clears the word */
+    tether_rpc_server_kernel_started(srv);
+    dprintf_("three\n");
+    atomic_store(srv->device_bell, 0); /* and ends it after the kernel's end looked */
+    sweeps = atomic_load(&srv->st_empty_sweeps);
+    tether_rpc_server_kernel_finished(srv);
+    atomic_fetch_add(&srv->bell_clears, 1);
+    CHECKF(atomic_load(&srv->st_empty_sweeps) > sweeps, "no sweep after a call");
+    size_t len;
+    char *text = slurp(rig.out, &len);
+    CHECKF(len == (size_t)pos + 14 && memcmp(text + pos, "one\ntwo\nthree\n", 14) == 0,
+           "the kernels' lines: \"%s\"", text + pos);
+    free(text);
+    struct tether_rpc_stats st;
+    tether_rpc_server_stats(srv, &st);
+    CHECKF(st.printf_lines == 3, "%llu lines served", (unsigned long long)st.printf_lines);
+
+    /* Two kernels at once: the first to end sweeps (the other may still call). */
+    tether_rpc_server_kernel_started(srv);
+    tether_rpc_server_kernel_started(srv);
+    sweeps = atomic_load(&srv->st_empty_sweeps);
+    tether_rpc_server_kernel_finished(srv);
+    CHECKF(atomic_load(&srv->st_empty_sweeps) > sweeps, "overlapping kernels: no sweep");
+    rig_down(&rig); /* ends the other */
 }
 
 /* Host clients whose answers take long (a handler that sleeps): the caller polls briefly, then
