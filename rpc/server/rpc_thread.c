@@ -615,6 +615,16 @@ void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)
         bell_ring(srv);
 }
 
+/* A kernel that ran alone (`old`: the count of running kernels before its end, 1) and made no
+ * call: its writes are all visible now that it has completed, no doorbell word is set, and the
+ * thread cleared none since the launch (`clears_at_start`, even: not in the middle of one). */
+static bool kernel_made_no_call(struct tether_rpc_server *srv, uint32_t old,
+                                uint64_t clears_at_start)
+{
+    return old == 1 && srv->device_bell != NULL && atomic_load(srv->device_bell) == 0 &&
+           atomic_load(&srv->bell_clears) == clears_at_start && clears_at_start % 2 == 0;
+}
+
 void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
 {
     uint64_t clears_at_start = atomic_load(&srv->clears_at_start); /* before the count falls */
@@ -623,16 +633,11 @@ void tether_rpc_server_kernel_finished(tether_rpc_server_t *srv)
         ;
     if (old == 1)
         atomic_store_explicit(&srv->kernels_ended_ns, now_ns(), memory_order_relaxed);
-    /* A kernel that ran alone and made no call (its writes are all visible now that it has
-     * completed: no doorbell word set, and the thread cleared none since the launch) leaves
-     * nothing to serve or write: no sweep of every port on the launching thread. */
-    if (old == 1 && srv->device_bell != NULL && atomic_load(srv->device_bell) == 0 &&
-        atomic_load(&srv->bell_clears) == clears_at_start && clears_at_start % 2 == 0)
-        ;
-    else
-        /* The kernel made its last calls before it completed: serve them here, on the caller's
-         * thread (handle_lock keeps it and the server thread apart), rather than ring the
-         * thread and sleep until it says it is done, two thread wake-ups per kernel. */
+    /* The kernel made its last calls before it completed: serve them here, on the caller's
+     * thread (handle_lock keeps it and the server thread apart), rather than ring the thread and
+     * sleep until it says it is done, two thread wake-ups per kernel.  A kernel that made none
+     * leaves nothing to serve or write: no sweep of every port on the launching thread. */
+    if (!kernel_made_no_call(srv, old, clears_at_start))
         serve_until_quiet(srv);
     if (atomic_load(&srv->kernels) == 0)
         srv_heap_flush_deferred(srv);
