@@ -225,9 +225,10 @@ tether_status_t tether_rpc_server_start(tether_rpc_server_t *server,
 /* A kernel of this device is about to run / has completed.  Counted: calls
  * must pair.  kernel_finished serves, on the calling thread, the calls still
  * on the ports and returns once every call issued before it was served and
- * all output written; for a kernel that ran alone and made no call (its
- * client, tether's device library, sets a doorbell word with every call) it
- * returns without looking at the ports. */
+ * all output written; for a kernel that ran alone and made no call, where
+ * the client is the one tether_rpc_server_client_bytes made (tether's
+ * device library, which sets a doorbell word with every call), it returns
+ * without looking at the ports. */
 void tether_rpc_server_kernel_started(tether_rpc_server_t *server);
 void tether_rpc_server_kernel_finished(tether_rpc_server_t *server);
 

@@ -225,9 +225,13 @@ struct tether_rpc_server {
     /* Clears of device_bell: `bell_clears` is odd while the thread clears it (one bump before
      * the exchange, one after); `clears_at_start` is its value when the count of running kernels
      * last rose from 0.  A kernel that ends alone, with the word unset and no clear since its
-     * launch, made no call: kernel_finished has nothing to serve and skips the sweep. */
+     * launch, made no call: kernel_finished has nothing to serve and skips the sweep.  Only
+     * where `client_rings`: the client is the device library's (made by
+     * tether_rpc_server_client_bytes), which sets the word with every call; a client built on
+     * rpc.h alone (another process, a custom loader) need not. */
     _Atomic uint64_t bell_clears;
     _Atomic uint64_t clears_at_start;
+    _Atomic bool client_rings;
     char where[192]; /* placement, for describe */
 
     /* fork (rpc_thread.c): every live server is on one list, which the fork handlers walk.  In

@@ -293,6 +293,7 @@ tether_status_t tether_rpc_server_client_bytes(tether_rpc_server_t *srv, uint64_
     if (st != TETHER_OK)
         return st;
     memcpy(buf, &c, sizeof c);
+    atomic_store(&srv->client_rings, true);
     return TETHER_OK;
 }
 

@@ -616,12 +616,14 @@ void tether_rpc_server_kernel_started(tether_rpc_server_t *srv)
 }
 
 /* A kernel that ran alone (`old`: the count of running kernels before its end, 1) and made no
- * call: its writes are all visible now that it has completed, no doorbell word is set, and the
- * thread cleared none since the launch (`clears_at_start`, even: not in the middle of one). */
+ * call: its writes are all visible now that it has completed, its client sets the doorbell word
+ * with every call and none is set, and the thread cleared none since the launch
+ * (`clears_at_start`, even: not in the middle of one). */
 static bool kernel_made_no_call(struct tether_rpc_server *srv, uint32_t old,
                                 uint64_t clears_at_start)
 {
-    return old == 1 && srv->device_bell != NULL && atomic_load(srv->device_bell) == 0 &&
+    return old == 1 && srv->device_bell != NULL && atomic_load(&srv->client_rings) &&
+           atomic_load(srv->device_bell) == 0 &&
            atomic_load(&srv->bell_clears) == clears_at_start && clears_at_start % 2 == 0;
 }
 

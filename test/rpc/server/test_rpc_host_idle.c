@@ -190,7 +190,8 @@ void test_quiet_kernels(void)
 /* kernel_finished with no server thread (so every sweep is the finishing thread's): a kernel that
  * ran alone and made no call is finished without a sweep; one that made a call has it served and
  * its line written, also when the thread cleared the doorbell word during the kernel (the word
- * then says nothing) or was clearing it at the launch. */
+ * then says nothing) or was clearing it at the launch; with a client that does not set the word
+ * (one not made by tether_rpc_server_client_bytes) every end sweeps. */
 void test_finish(void)
 {
     struct rig rig;
@@ -226,6 +227,14 @@ void test_finish(void)
     struct tether_rpc_stats st;
     tether_rpc_server_stats(srv, &st);
     CHECKF(st.printf_lines == 3, "%llu lines served", (unsigned long long)st.printf_lines);
+
+    /* A client built on rpc.h alone sets no doorbell word: every end sweeps. */
+    atomic_store(&srv->client_rings, false);
+    tether_rpc_server_kernel_started(srv);
+    sweeps = atomic_load(&srv->st_empty_sweeps);
+    tether_rpc_server_kernel_finished(srv);
+    CHECKF(atomic_load(&srv->st_empty_sweeps) > sweeps, "a client that does not ring: no sweep");
+    atomic_store(&srv->client_rings, true);
 
     /* Two kernels at once: the first to end sweeps (the other may still call). */
     tether_rpc_server_kernel_started(srv);
