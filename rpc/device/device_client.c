@@ -225,12 +225,12 @@ static DEV_INLINE void tx_fill_pieces(struct rpc_buffer *buffer, uint32_t lane, 
     tx->sent += RPC_BUFFER_SIZE;
 }
 
-static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+DEV_OUT_OF_LINE static void tx_fill(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
     tx_fill_pieces(buffer, lane, arg, false);
 }
 
-static void tx_fill_strs(struct rpc_buffer *buffer, uint32_t lane, void *arg)
+DEV_OUT_OF_LINE static void tx_fill_strs(struct rpc_buffer *buffer, uint32_t lane, void *arg)
 {
     tx_fill_pieces(buffer, lane, arg, true);
 }
@@ -354,7 +354,7 @@ static void dev_host_await(const struct tether_rpc_device_const *c, struct rpc_c
 static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opcode,
                                      uint64_t mask, const struct dev_iov *iov, uint32_t niov,
                                      bool answer, void *dst, uint64_t cap, uint64_t *len_p,
-                                     uint32_t *status_p, bool strs)
+                                     uint32_t *status_p, bool strs, bool short_only)
 {
     struct dev_tx tx = {iov, niov, 0, 0, 0, 0};
     for (uint32_t k = 0; k < niov; k++)
@@ -371,7 +371,7 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
 
     /* One lane, one packet: a short request (rpc.h: tagged words, no fence before the flag),
      * its words built before the port's lock. */
-    bool one = (mask & (mask - 1)) == 0 && tx_one_packet(&tx);
+    bool one = short_only || ((mask & (mask - 1)) == 0 && tx_one_packet(&tx));
     _Alignas(16) uint64_t w[RPC_BUFFER_SIZE / 8];
     if (one) {
         tx_packet(&tx, w);
@@ -391,7 +391,7 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
         rpc_client_send(&client, &port, strs ? tx_fill_strs : tx_fill, &tx);
     }
     dev_ring(c, mask);
-    while (rpc_arch_any(mask, tx.sent < 8 + tx.len))
+    while (!one && rpc_arch_any(mask, tx.sent < 8 + tx.len)) /* a short request is all sent */
         rpc_client_send(&client, &port, strs ? tx_fill_strs : tx_fill, &tx);
     DEV_PROF_(2);
     if (!answer) {
@@ -471,6 +471,32 @@ static DEV_INLINE uint64_t dev_opcode_group(uint64_t mask, uint32_t opcode)
     }
 }
 
+/*
+ * The two shapes of a call, each a function of its own on GPUs (DEV_OUT_OF_LINE) that reads the
+ * client itself (dev_client_fixed): a kernel that may call gets the registers of the larger of
+ * the two, not of both inlined into one.  A call whose request is one packet of one lane (most
+ * calls) calls no function: after the port's lock, whose acquire empties L1 on NVIDIA, every
+ * read of memory is a trip to L2, the stack's too, and a function that has called another
+ * reloads registers from the stack before it returns.
+ */
+DEV_OUT_OF_LINE static void dev_call_short(uint32_t opcode, uint64_t mask,
+                                           const struct dev_iov *iov, bool answer, void *dst,
+                                           uint64_t cap, uint64_t *len_p, uint32_t *status_p)
+{
+    struct tether_rpc_device_const cfg;
+    dev_client_fixed(&cfg);
+    dev_call_port(&cfg, opcode, mask, iov, 1, answer, dst, cap, len_p, status_p, false, true);
+}
+
+DEV_OUT_OF_LINE static void dev_call_long(uint32_t opcode, uint64_t mask, const struct dev_iov *iov,
+                                          uint32_t niov, bool answer, void *dst, uint64_t cap,
+                                          uint64_t *len_p, uint32_t *status_p, bool strs)
+{
+    struct tether_rpc_device_const cfg;
+    dev_client_fixed(&cfg);
+    dev_call_port(&cfg, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, strs, false);
+}
+
 bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
                         void *dst, uint64_t cap, uint64_t *len_p, uint32_t *status_p)
 {
@@ -479,17 +505,16 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
         return false;
     DEV_PROF_(8);
     uint64_t mask = dev_opcode_group(dev_call_mask(&cfg, &opcode), opcode);
-    dev_call_port(&cfg, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, false);
+    if ((mask & (mask - 1)) == 0 && niov == 1 && iov[0].len <= RPC_STREAM_FIRST)
+        dev_call_short(opcode, mask, iov, answer, dst, cap, len_p, status_p);
+    else
+        dev_call_long(opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, false);
     return true;
 }
 
 /* tether_device_call for PRINTF with a DEV_IOV_PRINTF_STRS piece (every lane here prints: one
- * opcode).  Its own entry, so that the call into device_stdio.c stays out of
- * tether_device_call's code; out of line on GPUs, so that its registers do not count against a
- * kernel's ordinary printf. */
-#if RPC_ARCH_SIMT
-__attribute__((noinline))
-#endif
+ * opcode): the call into device_stdio.c that makes the %s records stays out of the other
+ * calls' code. */
 bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov)
 {
     struct tether_rpc_device_const cfg;
@@ -497,8 +522,7 @@ bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov)
         return false;
     uint32_t opcode = TETHER_RPC_OP_PRINTF;
     uint64_t mask = dev_call_mask(&cfg, &opcode);
-    dev_call_port(&cfg, opcode, mask, iov, niov, false, (void *)0, 0, (uint64_t *)0, (uint32_t *)0,
-                  true);
+    dev_call_long(opcode, mask, iov, niov, false, (void *)0, 0, (uint64_t *)0, (uint32_t *)0, true);
     return true;
 }
 

@@ -22,15 +22,28 @@
 
 DEV_BEGIN
 
-/* The call path of a GPU thread is forced inline into tether_device_call: only there does the
- * compiler see that the lane mask is one bit (NVIDIA: 1), which folds every warp vote and shuffle
- * of rpc.h away and keeps the packet in registers.  Left to the inliner, dev_call_port stayed a
- * function of its own in a `teams distribute parallel for` kernel (local memory, warp
- * operations: 3.6 us per call against 2.5 on an H200, tools/probes/rpc_pages.c). */
+/* A call's path is forced inline into the function of its shape (device_client.c:
+ * dev_call_short, dev_call_long) on GPUs: only there does the compiler see that the lane mask is
+ * one bit (NVIDIA: 1), which folds every warp vote and shuffle of rpc.h away and keeps the
+ * packet in registers.  Left to the inliner, dev_call_port stayed a function of its own in a
+ * `teams distribute parallel for` kernel (local memory, warp operations: 3.6 us per call against
+ * 2.5 on an H200, tools/probes/rpc_pages.c). */
 #if RPC_ARCH_SIMT
 #define DEV_INLINE inline __attribute__((always_inline))
 #else
 #define DEV_INLINE inline
+#endif
+
+/* A kernel on NVIDIA gets as many registers as the most any function it may call needs, and
+ * ptxas gives a function more registers the more code is inlined into it, and more for values
+ * it keeps across a call.  So on GPUs the library's entries (printf, malloc, ...), the two shapes
+ * of a call and the heap's trips to the host are functions of their own: on sm_90 a kernel that
+ * may print gets about 100 registers and one that may allocate about 130, where the whole path
+ * inlined gave 150-240 (docs/usage.md, "What a call costs a kernel"). */
+#if RPC_ARCH_SIMT
+#define DEV_OUT_OF_LINE __attribute__((noinline))
+#else
+#define DEV_OUT_OF_LINE
 #endif
 
 /* A profiling build (-DTETHER_RPC_PROFILE; the CMake option TETHER_RPC_PROFILE=ON builds

@@ -152,7 +152,7 @@ static struct dev_heap dev_heap;
 
 /* ---- host calls and reports ---------------------------------------------------------------- */
 
-static uint64_t host_alloc(uint64_t size, uint64_t align)
+HEAP_COLD static uint64_t host_alloc(uint64_t size, uint64_t align)
 {
     struct tether_rpc_alloc_req req = {size, align};
     struct tether_rpc_alloc_ans ans = {0};
@@ -166,7 +166,7 @@ static uint64_t host_alloc(uint64_t size, uint64_t align)
     return ans.ptr;
 }
 
-static void host_free(uint64_t ptr)
+HEAP_COLD static void host_free(uint64_t ptr)
 {
     struct tether_rpc_free_req req = {ptr};
     struct dev_iov iov = {&req, sizeof req};
@@ -706,19 +706,19 @@ static void *heap_alloc(uint64_t size, uint64_t align)
     return large_alloc(size, align);
 }
 
-void *tether_device_malloc(uint64_t size)
+DEV_OUT_OF_LINE void *tether_device_malloc(uint64_t size)
 {
     return heap_alloc(size, 16);
 }
 
-void *tether_device_aligned_alloc(uint64_t align, uint64_t size)
+DEV_OUT_OF_LINE void *tether_device_aligned_alloc(uint64_t align, uint64_t size)
 {
     if (align == 0 || (align & (align - 1)) != 0)
         return (void *)0;
     return heap_alloc(size, align);
 }
 
-void *tether_device_calloc(uint64_t n, uint64_t size)
+DEV_OUT_OF_LINE void *tether_device_calloc(uint64_t n, uint64_t size)
 {
     if (size != 0 && n > (~(uint64_t)0) / size)
         return (void *)0;
@@ -806,7 +806,7 @@ HEAP_COLD static void foreign_free(void *ptr)
 #endif
 }
 
-void tether_device_free(void *ptr)
+DEV_OUT_OF_LINE void tether_device_free(void *ptr)
 {
     if (ptr == (void *)0)
         return;
@@ -859,13 +859,13 @@ static uint64_t heap_usable(uint64_t p, bool realloc_, bool *foreign_p)
     return 0;
 }
 
-uint64_t tether_device_usable_size(const void *ptr)
+DEV_OUT_OF_LINE uint64_t tether_device_usable_size(const void *ptr)
 {
     bool foreign;
     return ptr == (const void *)0 ? 0 : heap_usable((uint64_t)(uintptr_t)ptr, false, &foreign);
 }
 
-void *tether_device_realloc(void *ptr, uint64_t size)
+DEV_OUT_OF_LINE void *tether_device_realloc(void *ptr, uint64_t size)
 {
     if (ptr == (void *)0)
         return tether_device_malloc(size);

@@ -122,11 +122,9 @@ static inline enum dev_step dev_printf_step(struct dev_printf *w, bool plain)
     return DEV_STEP_STR;
 }
 
-/* Out of line on GPUs, as tether_device_call_printf: the registers of the record walk inside the
- * packet loop would count against every kernel that prints. */
-#if RPC_ARCH_SIMT
-__attribute__((noinline))
-#endif
+/* Called by the packet filler of printf calls with strings (device_client.c, tx_fill_strs), a
+ * function of its own into which it is inlined: the record walk's registers stay out of the
+ * other calls' code. */
 void tether_device_printf_strs(void *walk, unsigned char *dst, uint64_t n)
 {
     struct dev_printf *w = (struct dev_printf *)walk;
@@ -233,8 +231,8 @@ dev_printf_numbered(uint32_t stream, struct dev_printf *w)
     return dev_printf_send(stream, w, nstrs, strs_len, nargs);
 }
 
-int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *args,
-                                uint64_t args_len)
+DEV_OUT_OF_LINE int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *args,
+                                                uint64_t args_len)
 {
     if (fmt == (const char *)0)
         return -1;
@@ -261,7 +259,7 @@ int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *ar
     return dev_printf_send(stream, &w, nstrs, strs_len, nargs);
 }
 
-int tether_device_vprintf_cuda(const char *fmt, const void *args)
+DEV_OUT_OF_LINE int tether_device_vprintf_cuda(const char *fmt, const void *args)
 {
     /* CUDA's vprintf does not pass the buffer's size: the format tells it. */
     return tether_device_printf_packed(TETHER_RPC_STDOUT, fmt, args, DEV_ARGS_UNSIZED);
@@ -289,12 +287,14 @@ static int dev_write(uint32_t stream, const uint64_t *file, const void *bytes, u
     return (int)(n > 0x7fffffff ? 0x7fffffff : n);
 }
 
-int tether_device_write_file(uint64_t file, const void *bytes, uint64_t n, bool newline)
+DEV_OUT_OF_LINE int tether_device_write_file(uint64_t file, const void *bytes, uint64_t n,
+                                             bool newline)
 {
     return dev_write(TETHER_RPC_HOST_FILE, &file, bytes, n, newline);
 }
 
-int tether_device_write(uint32_t stream, const void *bytes, uint64_t n, bool newline)
+DEV_OUT_OF_LINE int tether_device_write(uint32_t stream, const void *bytes, uint64_t n,
+                                        bool newline)
 {
     return dev_write(stream, (const uint64_t *)0, bytes, n, newline);
 }
@@ -390,7 +390,7 @@ static uint64_t dev_va_pack(const char *fmt, const struct pscan_pos *pos, va_lis
     return off;
 }
 
-int tether_device_vprintf(uint32_t stream, const char *fmt, va_list ap)
+DEV_OUT_OF_LINE int tether_device_vprintf(uint32_t stream, const char *fmt, va_list ap)
 {
     if (fmt == NULL)
         return -1;
@@ -433,7 +433,7 @@ int tether_device_vprintf(uint32_t stream, const char *fmt, va_list ap)
 }
 #endif
 
-void tether_device_exit(int status)
+DEV_OUT_OF_LINE void tether_device_exit(int status)
 {
     struct tether_rpc_exit_req req = {status, 0};
     struct dev_iov iov = {&req, sizeof req};
@@ -454,7 +454,7 @@ void tether_device_exit(int status)
 #endif
 }
 
-void tether_device_abort(void)
+DEV_OUT_OF_LINE void tether_device_abort(void)
 {
     bool sent = tether_device_call(TETHER_RPC_OP_ABORT, (const struct dev_iov *)0, 0, false,
                                    (void *)0, 0, (uint64_t *)0, (uint32_t *)0);
