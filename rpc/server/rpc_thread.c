@@ -25,8 +25,9 @@
  *                         memory, so a wake-up looks at one word, not at every port
  *                         (sleep_for_device).  A host client rings for each call, so a server
  *                         of host clients with no call in flight sleeps until rung instead.
- *                         spin: always hot (a core busy while the kernel runs).  block: sleep
- *                         after every round that found no call.
+ *                         spin: always hot (a core busy while the kernel runs), except on the
+ *                         program's one core (placement_shared_core).  block: sleep after every
+ *                         round that found no call.
  * A call served makes the thread hot again, and so does a ring (a kernel launch, notify, a host
  * client's call) when calls were served since the ring before it; a ring that follows only quiet
  * kernels starts the thread at the longest sleep, as after a long quiet spell.  So calls in a burst
@@ -244,6 +245,31 @@ static void placement_plan(struct srv_thread *t)
     placement_take(t, set, origin);
 out:
     hwloc_topology_destroy(topo);
+}
+
+/* A thread that would run on one core that the program's thread may run on too (a launcher
+ * bound the process to one core, or TETHER_RPC_CPUS names it) does not spin: spinning there
+ * takes the core from the program, which waits for the same kernels (TETHER_WAIT=spin made a
+ * one-rank MPI stencil bound to one core twice as slow).  srv->where says so. */
+static void placement_shared_core(struct srv_thread *t)
+{
+    cpu_set_t program, thread;
+    if (sched_getaffinity(0, sizeof program, &program) != 0)
+        return;
+    thread = program; /* the thread inherits the caller's cores unless placed */
+    if (t->cpuset != NULL) {
+        CPU_ZERO(&thread);
+        for (int i = hwloc_bitmap_first(t->cpuset); i >= 0; i = hwloc_bitmap_next(t->cpuset, i))
+            if (i < CPU_SETSIZE)
+                CPU_SET(i, &thread);
+    }
+    CPU_AND(&program, &program, &thread);
+    if (CPU_COUNT(&thread) != 1 || CPU_COUNT(&program) != 1)
+        return;
+    snprintf(t->srv->where, sizeof t->srv->where, "thread on the program's one core%s",
+             t->wait == TETHER_WAIT_SPIN ? " (TETHER_WAIT=spin not applied to it)" : "");
+    if (t->wait == TETHER_WAIT_SPIN)
+        t->wait = TETHER_WAIT_ADAPTIVE;
 }
 
 static void placement_apply(struct srv_thread *t)
@@ -530,6 +556,7 @@ tether_status_t tether_rpc_server_start(tether_rpc_server_t *srv,
     t->start_ns = now_ns();
     t->config.pci_bus_id = config != NULL ? config->pci_bus_id : NULL;
     placement_plan(t);
+    placement_shared_core(t);
     t->config.pci_bus_id = NULL;
     atomic_init(&t->stop, false);
     pthread_mutex_init(&t->mu, NULL);

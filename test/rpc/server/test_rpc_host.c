@@ -7,7 +7,7 @@
  *
  *   test_rpc_host <case> [scale]
  * cases: printf-wide printf-lanes write malloc malloc-burst user user-lanes bad exit abort drain
- *        idle-lanes idle-wide slow-answers quiet-kernels finish placement
+ *        idle-lanes idle-wide slow-answers quiet-kernels finish placement shared-core
  * (placement exits 77, ctest's skip, when no PCI device in sysfs lists its local cores)
  */
 #include <stdarg.h>
@@ -115,6 +115,8 @@ int main(int argc, char **argv)
         test_quiet_kernels();
     else if (strcmp(c, "finish") == 0)
         test_finish();
+    else if (strcmp(c, "shared-core") == 0)
+        test_shared_core();
     else if (strcmp(c, "placement") == 0) {
         if (test_placement() == 77)
             return 77;

@@ -69,5 +69,6 @@ void test_quiet_kernels(void);
 void test_finish(void);
 /* 77 (skip) when no PCI device of this machine lists its local cores. */
 int test_placement(void);
+void test_shared_core(void);
 
 #endif /* TETHER_TEST_RPC_HOST_H */

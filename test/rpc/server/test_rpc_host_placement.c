@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * test/rpc/server/test_rpc_host_placement.c - test_rpc_host's placement: the server thread's cores
- * under HWLOC_SYNTHETIC with a PCI address of this machine, and the reasons given for any core.
+ * under HWLOC_SYNTHETIC with a PCI address of this machine, and the reasons given for any core;
+ * shared-core: the thread on the program's one core.
  */
 #include <dirent.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -136,4 +138,67 @@ int test_placement(void)
     placement_describe("numa:1 pu:2", bus, desc, sizeof desc);
     CHECKF(strstr(desc, ", thread on any core (one NUMA node)") != NULL, "%s", desc);
     return 0;
+}
+
+/* ---- shared-core: the thread on the program's one core ----------------------------------- */
+
+/* The program's thread bound to one core (a launcher binding a rank to a core), TETHER_WAIT=spin:
+ * the server thread, which would run on that core too, does not spin there; the describe line
+ * says so.  While a kernel runs without calls it sleeps (a spinning thread never does: a count
+ * that a slow machine cannot make zero), and calls are answered. */
+void test_shared_core(void)
+{
+    cpu_set_t saved, one;
+    CHECKF(sched_getaffinity(0, sizeof saved, &saved) == 0, "sched_getaffinity");
+    int cpu = sched_getcpu();
+    CHECKF(cpu >= 0, "sched_getcpu");
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    CHECKF(sched_setaffinity(0, sizeof one, &one) == 0, "bind this thread to cpu %d", cpu);
+    setenv("TETHER_WAIT", "spin", 1);
+    unsetenv("TETHER_RPC_CPUS");
+    unsetenv("HWLOC_SYNTHETIC");
+
+    struct rig rig;
+    rig_up(&rig, false, 16, 32, true);
+    char desc[256];
+    tether_rpc_server_describe(rig.srv, desc, sizeof desc);
+    printf("bound to cpu %d, TETHER_WAIT=spin: %s\n", cpu, desc);
+    CHECKF(
+        strstr(desc, ", thread on the program's one core (TETHER_WAIT=spin not applied to it)") !=
+            NULL,
+        "%s", desc);
+    atomic_int count = 0;
+    CHECKF(tether_rpc_register(rig.srv, 0x8001, reverse_handler, &count) == TETHER_OK, "register");
+    char rev[4];
+    CHECKF(tether_rpc_call(0x8001, "abcd", 4, rev, 4) == 4 && rev[0] == 'd', "a call");
+    struct tether_rpc_stats s0, s1;
+    tether_rpc_server_stats(rig.srv, &s0);
+    struct timespec ts = {0, 200000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    tether_rpc_server_stats(rig.srv, &s1);
+    printf("%llu wake-ups in 200 ms without calls\n",
+           (unsigned long long)(s1.wakeups - s0.wakeups));
+    CHECKF(s1.wakeups > s0.wakeups, "the thread never slept: it spun on the program's core");
+    CHECKF(tether_rpc_call(0x8001, "wxyz", 4, rev, 4) == 4 && rev[0] == 'z', "a call after");
+    rig_down(&rig);
+
+    /* On a core of its own (the program may use two), spin is applied. */
+    if (CPU_COUNT(&saved) >= 2) {
+        cpu_set_t two = one;
+        for (int i = 0; i < CPU_SETSIZE; i++)
+            if (i != cpu && CPU_ISSET(i, &saved)) {
+                CPU_SET(i, &two);
+                break;
+            }
+        CHECKF(sched_setaffinity(0, sizeof two, &two) == 0, "bind this thread to two cpus");
+        rig_up(&rig, false, 16, 32, true);
+        tether_rpc_server_describe(rig.srv, desc, sizeof desc);
+        printf("two cpus, TETHER_WAIT=spin: %s\n", desc);
+        CHECKF(strstr(desc, "one core") == NULL, "%s", desc);
+        rig_down(&rig);
+    }
+    CHECKF(sched_setaffinity(0, sizeof saved, &saved) == 0, "restore the binding");
+    unsetenv("TETHER_WAIT");
 }
