@@ -247,10 +247,10 @@ out:
     hwloc_topology_destroy(topo);
 }
 
-/* A thread that would run on one core that the program's thread may run on too (a launcher
- * bound the process to one core, or TETHER_RPC_CPUS names it) does not spin: spinning there
- * takes the core from the program, which waits for the same kernels (TETHER_WAIT=spin made a
- * one-rank MPI stencil bound to one core twice as slow).  srv->where says so. */
+/* A thread that would run on the program's one core (a launcher bound the process to one core)
+ * does not spin: spinning there takes the core from the program, which waits for the same
+ * kernels (TETHER_WAIT=spin made a one-rank MPI stencil bound to one core twice as slow).
+ * srv->where says so. */
 static void placement_shared_core(struct srv_thread *t)
 {
     cpu_set_t program, thread;
@@ -263,8 +263,7 @@ static void placement_shared_core(struct srv_thread *t)
             if (i < CPU_SETSIZE)
                 CPU_SET(i, &thread);
     }
-    CPU_AND(&program, &program, &thread);
-    if (CPU_COUNT(&thread) != 1 || CPU_COUNT(&program) != 1)
+    if (CPU_COUNT(&program) != 1 || !CPU_EQUAL(&program, &thread))
         return;
     snprintf(t->srv->where, sizeof t->srv->where, "thread on the program's one core%s",
              t->wait == TETHER_WAIT_SPIN ? " (TETHER_WAIT=spin not applied to it)" : "");

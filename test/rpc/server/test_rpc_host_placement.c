@@ -198,6 +198,17 @@ void test_shared_core(void)
         printf("two cpus, TETHER_WAIT=spin: %s\n", desc);
         CHECKF(strstr(desc, "one core") == NULL, "%s", desc);
         rig_down(&rig);
+        /* The thread placed on one of the program's two cores: spin applies there too. */
+        char list[16], want[64];
+        snprintf(list, sizeof list, "%d", cpu);
+        snprintf(want, sizeof want, "thread on cores %d (TETHER_RPC_CPUS)", cpu);
+        setenv("TETHER_RPC_CPUS", list, 1);
+        rig_up(&rig, false, 16, 32, true);
+        tether_rpc_server_describe(rig.srv, desc, sizeof desc);
+        printf("two cpus, TETHER_RPC_CPUS=%s: %s\n", list, desc);
+        CHECKF(strstr(desc, want) != NULL, "%s", desc);
+        rig_down(&rig);
+        unsetenv("TETHER_RPC_CPUS");
     }
     CHECKF(sched_setaffinity(0, sizeof saved, &saved) == 0, "restore the binding");
     unsetenv("TETHER_WAIT");
