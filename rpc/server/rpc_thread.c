@@ -249,8 +249,8 @@ out:
 
 /* A thread that would run on the program's one core (a launcher bound the process to one core)
  * does not spin: spinning there takes the core from the program, which waits for the same
- * kernels (TETHER_WAIT=spin made a one-rank MPI stencil bound to one core twice as slow).
- * srv->where says so. */
+ * kernels (TETHER_WAIT=spin made a one-rank MPI stencil bound to one core twice as slow): it
+ * waits as in adaptive, and srv->where says so. */
 static void placement_shared_core(struct srv_thread *t)
 {
     cpu_set_t program, thread;
@@ -263,12 +263,12 @@ static void placement_shared_core(struct srv_thread *t)
             if (i < CPU_SETSIZE)
                 CPU_SET(i, &thread);
     }
-    if (CPU_COUNT(&program) != 1 || !CPU_EQUAL(&program, &thread))
+    if (t->wait != TETHER_WAIT_SPIN || CPU_COUNT(&program) != 1 || !CPU_EQUAL(&program, &thread))
         return;
-    snprintf(t->srv->where, sizeof t->srv->where, "thread on the program's one core%s",
-             t->wait == TETHER_WAIT_SPIN ? " (TETHER_WAIT=spin not applied to it)" : "");
-    if (t->wait == TETHER_WAIT_SPIN)
-        t->wait = TETHER_WAIT_ADAPTIVE;
+    size_t n = strlen(t->srv->where);
+    snprintf(t->srv->where + n, sizeof t->srv->where - n,
+             ", the program's one core: TETHER_WAIT=spin not applied to it");
+    t->wait = TETHER_WAIT_ADAPTIVE;
 }
 
 static void placement_apply(struct srv_thread *t)

@@ -38,7 +38,7 @@ void test_idle(bool wide)
     rig_up(&rig, wide, 16, 32, true);
     char desc[256];
     tether_rpc_server_describe(rig.srv, desc, sizeof desc);
-    if (spin && strstr(desc, "(TETHER_WAIT=spin not applied to it)") != NULL) {
+    if (spin && strstr(desc, "TETHER_WAIT=spin not applied to it") != NULL) {
         printf("%s: the thread waits as in adaptive (shared-core tests it)\n", desc);
         spin = false; /* a machine with one core for this process */
     }
