@@ -16,6 +16,8 @@
 #                          tether's plugin: device printf through its RPC server)
 #   bin/mpi/mpi_halo_plain the same without libtether-device.a (for LLVM 16's plugin, which has
 #                          no RPC server: CUDA's printf)
+#   bin/mpi/mpi_halo_lto   the same with -foffload-lto and without the library: what LTO alone
+#                          costs the kernel (tools/probes/kernel_cost.sh)
 #
 # The MPI headers come from this machine's libopenmpi-dev (the same Debian release as the
 # runtime).  Fails with a message when they or the RPC device library are missing.
@@ -160,6 +162,8 @@ clang-16 "${flags[@]}" -foffload-lto "$root/examples/mpi_halo.c" -L"$(dirname "$
   grep -v "CUDA version is newer" || true
 clang-16 "${flags[@]}" "$root/examples/mpi_halo.c" "${mpi_libs[@]}" -lm \
   -o "$stage/bin/mpi/mpi_halo_plain" 2>&1 | grep -v "CUDA version is newer" || true
-[ -x "$stage/bin/mpi/mpi_halo" ] && [ -x "$stage/bin/mpi/mpi_halo_plain" ] ||
-  die "clang-16 failed on examples/mpi_halo.c"
-say "MPI example: bin/mpi/mpi_halo (tether), bin/mpi/mpi_halo_plain (LLVM 16)"
+clang-16 "${flags[@]}" -foffload-lto "$root/examples/mpi_halo.c" "${mpi_libs[@]}" -lm \
+  -o "$stage/bin/mpi/mpi_halo_lto" 2>&1 | grep -v "CUDA version is newer" || true
+[ -x "$stage/bin/mpi/mpi_halo" ] && [ -x "$stage/bin/mpi/mpi_halo_plain" ] &&
+  [ -x "$stage/bin/mpi/mpi_halo_lto" ] || die "clang-16 failed on examples/mpi_halo.c"
+say "MPI example: bin/mpi/mpi_halo (tether), bin/mpi/mpi_halo_plain (LLVM 16), bin/mpi/mpi_halo_lto"
