@@ -247,23 +247,29 @@ out:
     hwloc_topology_destroy(topo);
 }
 
+/* The cores of the plan (t->cpuset, which is set) as a cpu_set_t. */
+static void placement_cores(const struct srv_thread *t, cpu_set_t *cs)
+{
+    CPU_ZERO(cs);
+    for (int i = hwloc_bitmap_first(t->cpuset); i >= 0; i = hwloc_bitmap_next(t->cpuset, i))
+        if (i < CPU_SETSIZE)
+            CPU_SET(i, cs);
+}
+
 /* A thread that would run on the program's one core (a launcher bound the process to one core)
  * does not spin: spinning there takes the core from the program, which waits for the same
- * kernels (TETHER_WAIT=spin made a one-rank MPI stencil bound to one core twice as slow): it
- * waits as in adaptive, and srv->where says so. */
+ * kernels (a one-rank MPI stencil bound to one core runs twice as slow beside a spinning
+ * thread): it waits as in adaptive, and srv->where says so. */
 static void placement_shared_core(struct srv_thread *t)
 {
     cpu_set_t program, thread;
-    if (sched_getaffinity(0, sizeof program, &program) != 0)
+    if (t->wait != TETHER_WAIT_SPIN || sched_getaffinity(0, sizeof program, &program) != 0 ||
+        CPU_COUNT(&program) != 1)
         return;
     thread = program; /* the thread inherits the caller's cores unless placed */
-    if (t->cpuset != NULL) {
-        CPU_ZERO(&thread);
-        for (int i = hwloc_bitmap_first(t->cpuset); i >= 0; i = hwloc_bitmap_next(t->cpuset, i))
-            if (i < CPU_SETSIZE)
-                CPU_SET(i, &thread);
-    }
-    if (t->wait != TETHER_WAIT_SPIN || CPU_COUNT(&program) != 1 || !CPU_EQUAL(&program, &thread))
+    if (t->cpuset != NULL)
+        placement_cores(t, &thread);
+    if (!CPU_EQUAL(&program, &thread))
         return;
     size_t n = strlen(t->srv->where);
     snprintf(t->srv->where + n, sizeof t->srv->where - n,
@@ -276,10 +282,7 @@ static void placement_apply(struct srv_thread *t)
     if (t->cpuset == NULL)
         return;
     cpu_set_t cs;
-    CPU_ZERO(&cs);
-    for (int i = hwloc_bitmap_first(t->cpuset); i >= 0; i = hwloc_bitmap_next(t->cpuset, i))
-        if (i < CPU_SETSIZE)
-            CPU_SET(i, &cs);
+    placement_cores(t, &cs);
     if (pthread_setaffinity_np(pthread_self(), sizeof cs, &cs) != 0)
         srv_diag(t->srv, "could not bind the server thread: %s", strerror(errno));
 }
