@@ -7,6 +7,9 @@
 #   TETHER_OFFLOAD_TARGET                          offload target of the conformance suite:
 #                                                  x86_64 (default) or nvptx64
 #   tether_offload_flags(<target> <out-var>)       the clang flags for x86_64 | nvptx64
+#   TETHER_DEVICE_CFLAGS                           the compile flags of a program that links
+#                                                  libtether-device.a (what `pkg-config --cflags
+#                                                  tether` gives an installed one)
 include_guard(GLOBAL)
 
 find_program(TETHER_CLANG NAMES clang-16 PATHS /usr/lib/llvm-16/bin)
@@ -15,6 +18,9 @@ find_program(TETHER_OBJCOPY NAMES llvm-objcopy-16 PATHS /usr/lib/llvm-16/bin)
 set(TETHER_OFFLOAD_TARGET x86_64 CACHE STRING
     "Offload target the conformance suite is built for: x86_64 or nvptx64")
 set(TETHER_NVPTX_ARCH sm_90 CACHE STRING "GPU architecture for nvptx64 offload builds")
+set(TETHER_DEVICE_LIBC_H ${PROJECT_SOURCE_DIR}/include/tether/device_libc.h CACHE INTERNAL "")
+set(TETHER_DEVICE_CFLAGS -I${PROJECT_SOURCE_DIR}/include -include ${TETHER_DEVICE_LIBC_H}
+    CACHE INTERNAL "")
 
 function(tether_offload_flags target out)
   if(target STREQUAL "x86_64")

@@ -213,11 +213,13 @@ tether_status_t plugin_probe_send(struct plugin *plugin, int32_t omp_device,
 
 /* Name of the device global that marks an image as an RPC client. */
 #define PLUGIN_RPC_CLIENT_SYMBOL "__tether_rpc_client"
-/* After loading an image WITHOUT the client on a GPU: if it calls device services the driver
- * serves (undefined vprintf, printf, malloc, free), say once per process, under
- * LIBOMPTARGET_INFO & 0x10, that the driver's own serve them and how to get tether's (link
- * -ltether-device after the program's sources, with -foffload-lto).  On the host an image's
- * printf and malloc are the C library's own: nothing to say. */
-void plugin_rpc_no_client(struct plugin_device *dev, const struct plugin_image *image);
+/* After loading an image on a GPU, say once per process, under LIBOMPTARGET_INFO & 0x10, when
+ * the driver rather than tether serves some of its device services: without the client
+ * (`client` false), if it calls vprintf, printf, malloc or free, how to get tether's (compile
+ * with tether/device_libc.h, link -ltether-device after the program's sources); with the
+ * client, if it still calls vprintf (a source compiled without tether/device_libc.h).  On the
+ * host an image's printf and malloc are the C library's own: nothing to say. */
+void plugin_rpc_driver_services(struct plugin_device *dev, const struct plugin_image *image,
+                                bool client);
 
 #endif /* TETHER_COMMON_PLUGIN_CORE_H */

@@ -359,9 +359,8 @@ tether_status_t plugin_image_load(struct plugin_device *dev, const struct tgt_de
         if (rc != TETHER_OK) {
             goto release;
         }
-    } else {
-        plugin_rpc_no_client(dev, &image);
     }
+    plugin_rpc_driver_services(dev, &image, loaded->rpc);
     pthread_mutex_lock(&st->lock);
     loaded->next = st->loaded;
     st->loaded = loaded;

@@ -323,27 +323,39 @@ free_node:
     return rc;
 }
 
-void plugin_rpc_no_client(struct plugin_device *dev, const struct plugin_image *image)
+void plugin_rpc_driver_services(struct plugin_device *dev, const struct plugin_image *image,
+                                bool client)
 {
     static const char *const services[] = {"vprintf", "printf", "malloc", "free"};
-    static atomic_flag said = ATOMIC_FLAG_INIT;
+    static atomic_flag said_no_client = ATOMIC_FLAG_INIT;
+    static atomic_flag said_no_header = ATOMIC_FLAG_INIT;
     char names[64] = "";
     size_t used = 0;
 
     if (dev->limits.warp_size <= 1 || !plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN))
         return;
+    if (client) {
+        /* With the library, only a source compiled without tether/device_libc.h brings in the
+         * device runtime's printf, which calls vprintf. */
+        if (image_elf_undefined(image, "vprintf") && !atomic_flag_test_and_set(&said_no_header))
+            plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+                       "the image has a tether RPC client but calls vprintf: device code compiled "
+                       "without tether/device_libc.h prints through the driver, not tether's "
+                       "server; compile every source with `pkg-config --cflags tether`");
+        return;
+    }
     for (size_t i = 0; i < sizeof(services) / sizeof(services[0]); i++) {
         if (image_elf_undefined(image, services[i]))
             used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "",
                                      services[i]);
     }
-    if (used == 0 || atomic_flag_test_and_set(&said))
+    if (used == 0 || atomic_flag_test_and_set(&said_no_client))
         return;
     plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
                "the image calls %s but has no tether RPC client (%s): the driver's own device "
-               "printf and heap serve them, not tether's; to use tether's, link -ltether-device "
-               "after the program's sources (pkg-config --libs tether after them), with "
-               "-foffload-lto",
+               "printf and heap serve them, not tether's; to use tether's, compile with "
+               "`pkg-config --cflags tether` and link -ltether-device after the program's "
+               "sources (`pkg-config --libs tether`)",
                names, PLUGIN_RPC_CLIENT_SYMBOL);
 }
 

@@ -12,12 +12,12 @@
 #   mpi/etc/openmpi/       Debian's openmpi-mca-params.conf and default hostfile
 #   mpi/env.sh             `. mpi/env.sh` points Open MPI at this copy wherever it was unpacked:
 #                          OPAL_PREFIX, OPAL_SYSCONFDIR, PMIX_*, PATH, LD_LIBRARY_PATH
-#   bin/mpi/mpi_halo       examples/mpi_halo.c for sm_90 with -foffload-lto -ltether-device (for
-#                          tether's plugin: device printf through its RPC server)
+#   bin/mpi/mpi_halo       examples/mpi_halo.c for sm_90 with -ltether-device (for tether's
+#                          plugin: device printf through its RPC server)
 #   bin/mpi/mpi_halo_plain the same without libtether-device.a (for LLVM 16's plugin, which has
 #                          no RPC server: CUDA's printf)
-#   bin/mpi/mpi_halo_lto   the same with -foffload-lto and without the library: what LTO alone
-#                          costs the kernel (tools/probes/kernel_cost.sh)
+#   bin/mpi/mpi_halo_lto   mpi_halo built with -foffload-lto too: what LTO costs the kernel
+#                          (tools/probes/kernel_cost.sh)
 #
 # The MPI headers come from this machine's libopenmpi-dev (the same Debian release as the
 # runtime).  Fails with a message when they or the RPC device library are missing.
@@ -157,13 +157,14 @@ say "Open MPI runtime: mpi/ ($(du -sh "$m" | cut -f1))"
 flags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda
   -march=sm_90 "--cuda-path=$cuda" -Wall -Wextra -Werror -Wno-unknown-cuda-version
   "${mpi_cflags[@]}" -I"$root/include")
-clang-16 "${flags[@]}" -foffload-lto "$root/examples/mpi_halo.c" -L"$(dirname "$devlib")" \
-  -ltether-device "${mpi_libs[@]}" -lm -o "$stage/bin/mpi/mpi_halo" 2>&1 |
+devflags=(-include "$root/include/tether/device_libc.h" "$root/examples/mpi_halo.c"
+  -L"$(dirname "$devlib")" -ltether-device "${mpi_libs[@]}" -lm)
+clang-16 "${flags[@]}" "${devflags[@]}" -o "$stage/bin/mpi/mpi_halo" 2>&1 |
   grep -v "CUDA version is newer" || true
 clang-16 "${flags[@]}" "$root/examples/mpi_halo.c" "${mpi_libs[@]}" -lm \
   -o "$stage/bin/mpi/mpi_halo_plain" 2>&1 | grep -v "CUDA version is newer" || true
-clang-16 "${flags[@]}" -foffload-lto "$root/examples/mpi_halo.c" "${mpi_libs[@]}" -lm \
-  -o "$stage/bin/mpi/mpi_halo_lto" 2>&1 | grep -v "CUDA version is newer" || true
+clang-16 "${flags[@]}" -foffload-lto "${devflags[@]}" -o "$stage/bin/mpi/mpi_halo_lto" 2>&1 |
+  grep -v "CUDA version is newer" || true
 [ -x "$stage/bin/mpi/mpi_halo" ] && [ -x "$stage/bin/mpi/mpi_halo_plain" ] &&
   [ -x "$stage/bin/mpi/mpi_halo_lto" ] || die "clang-16 failed on examples/mpi_halo.c"
 say "MPI example: bin/mpi/mpi_halo (tether), bin/mpi/mpi_halo_plain (LLVM 16), bin/mpi/mpi_halo_lto"

@@ -127,8 +127,9 @@ say "stress programs: $(ls "$stage/bin/stress" | tr '\n' ' ')"
 
 # 4b. The two-GPU acceptance test, with the RPC device library (printf/malloc over RPC).
 devlib=$build/rpc/device/libtether-device.a
+devflags=(-I"$root/include" -include "$root/include/tether/device_libc.h")  # pkg-config --cflags tether
 if [ -f "$devlib" ]; then
-  clang-16 "${ompflags[@]}" -foffload-lto -I"$root/include" -o "$stage/bin/multi/multi_gpu" \
+  clang-16 "${ompflags[@]}" "${devflags[@]}" -o "$stage/bin/multi/multi_gpu" \
     "$root/test/cuda/multi/multi_gpu.c" -L"$(dirname "$devlib")" -ltether-device 2>&1 |
     grep -v "CUDA version is newer" || true
   [ -x "$stage/bin/multi/multi_gpu" ] || die "clang-16 failed on test/cuda/multi/multi_gpu.c"
@@ -137,7 +138,7 @@ if [ -f "$devlib" ]; then
   # with (printf and malloc over tether's RPC server and device heap instead of CUDA's).
   mkdir -p "$stage/bin/omp-rpc"
   for name in printf malloc rpc waitcpu; do
-    clang-16 "${ompflags[@]}" -foffload-lto -I"$root/include" -o "$stage/bin/omp-rpc/$name" "$root/test/cuda/omp/$name.c" \
+    clang-16 "${ompflags[@]}" "${devflags[@]}" -o "$stage/bin/omp-rpc/$name" "$root/test/cuda/omp/$name.c" \
       -L"$(dirname "$devlib")" -ltether-device 2>&1 | grep -v "CUDA version is newer" || true
     [ -x "$stage/bin/omp-rpc/$name" ] || die "clang-16 failed on $name.c with -ltether-device"
   done

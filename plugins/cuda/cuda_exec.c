@@ -337,12 +337,13 @@ tether_status_t cuda_event_sync(struct plugin_device *dev, struct plugin_event *
 /*
  * ptxas compiles a call to `malloc`, `free`, `vprintf` or `__assertfail` as a call of CUDA's
  * system calls, which keep almost every register (R0-R3, R16-R19, R22 and up): the caller keeps
- * its values there.  A definition of one of these names compiled separately (e.g.
- * libtether-device.a linked without -foffload-lto) follows the normal convention and clobbers
- * them, which corrupts the caller at random (seen on an H100: free() got pointers that were
- * never allocated).  Such a definition is global in the linked image; under -foffload-lto the
- * library and the program are one module and the definitions are local.  Refuse the image with
- * the fix in the message rather than run it.
+ * its values there.  A definition of one of these names compiled separately (a program's own
+ * device malloc, or a device library that defines it) follows the normal convention and
+ * clobbers them, which corrupts the caller at random (seen on an H100: free() got pointers that
+ * were never allocated).  Such a definition is global in the linked image; under -foffload-lto
+ * the program is one module and the definitions are local.  libtether-device.a defines none of
+ * these names on NVIDIA (tether/device_libc.h routes the program's calls to it).  Refuse the
+ * image with the fix in the message rather than run it.
  */
 static tether_status_t cuda_check_syscall_names(const struct plugin_image *image,
                                                 struct tether_error *err)
@@ -358,7 +359,8 @@ static tether_status_t cuda_check_syscall_names(const struct plugin_image *image
                 err, TETHER_ERR_BAD_IMAGE,
                 "the image defines a global %s(): calls to it are compiled for CUDA's "
                 "system-call convention and would corrupt registers; build and link the "
-                "program with -foffload-lto (libtether-device.a needs it on NVIDIA)",
+                "program with -foffload-lto, or leave the definition out (libtether-device.a "
+                "serves device printf, malloc and free through tether/device_libc.h)",
                 names[i]);
         }
     }

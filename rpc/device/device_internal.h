@@ -101,10 +101,11 @@ bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov);
  * (device_stdio.c). */
 void tether_device_printf_strs(void *walk, unsigned char *dst, uint64_t n);
 
-/* Library entry points (device_stdio.c, device_malloc.c). */
+/* Library entry points (device_stdio.c, device_malloc.c).  printf_packed takes the arguments
+ * packed as clang-16 packs them for __llvm_omp_vprintf (on NVIDIA, tether/device_libc.h's
+ * __llvm_omp_vprintf calls it). */
 int tether_device_printf_packed(uint32_t stream, const char *fmt, const void *args,
                                 uint64_t args_len);
-int tether_device_vprintf_cuda(const char *fmt, const void *args);
 int tether_device_write(uint32_t stream, const void *bytes, uint64_t n, bool newline);
 /* WRITE to a host FILE * value (TETHER_RPC_HOST_FILE): GPU fputs/fwrite/fputc. */
 int tether_device_write_file(uint64_t file, const void *bytes, uint64_t n, bool newline);

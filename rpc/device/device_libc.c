@@ -4,13 +4,13 @@
  * to the library (compiled into libtether-device.a only, never into a plain
  * host build).
  *
- * NVIDIA: clang-16 lowers printf in target regions to the device runtime's
- * __llvm_omp_vprintf, which calls CUDA's `vprintf(fmt, argbuf)`; linked with
- * -foffload-lto (required: docs/rpc-services.md section 1) that, `malloc` and
- * `free` bind to the definitions here instead of the driver's.
- * Also defined: calloc, realloc, aligned_alloc, posix_memalign, puts, fputs, fwrite, fputc, putc,
- * putchar, fflush, exit, abort (GPUs: stdio to the host's stdout/stderr, see
- * TETHER_RPC_HOST_FILE).
+ * NVIDIA: `malloc`, `free` and `vprintf` are CUDA system calls to ptxas, whose callers keep
+ * their values in registers a C function may use: the library defines none of them there, and
+ * tether/device_libc.h (force-included into the program) routes the program's malloc, free and
+ * printf to the library instead.
+ * Defined here: calloc, realloc, aligned_alloc, posix_memalign, puts, fputs, fwrite, fputc, putc,
+ * putchar, fflush, exit, abort, and on AMD GPUs malloc and free (GPUs: stdio to the host's
+ * stdout/stderr, see TETHER_RPC_HOST_FILE).
  * AMD (clang-16): printf ends in the device runtime (it returns -1 there and
  * cannot be replaced); malloc/free/calloc/realloc/aligned_alloc/posix_memalign/puts/exit/abort
  * are ours.
@@ -35,22 +35,16 @@ DEV_BEGIN
 
 #if RPC_ARCH_SIMT
 
-#if defined(RPC_ARCH_NVPTX)
-int vprintf(const char *fmt, void *args);
-int vprintf(const char *fmt, void *args)
-{
-    return tether_device_vprintf_cuda(fmt, args);
-}
-#endif
-
-void *malloc(size_t size);
-void free(void *ptr);
 void *calloc(size_t n, size_t size);
 void *realloc(void *ptr, size_t size);
 void *aligned_alloc(size_t align, size_t size);
 int puts(const char *s);
 void exit(int status) __attribute__((noreturn));
 void abort(void) __attribute__((noreturn));
+
+#if !defined(RPC_ARCH_NVPTX)
+void *malloc(size_t size);
+void free(void *ptr);
 
 void *malloc(size_t size)
 {
@@ -61,6 +55,7 @@ void free(void *ptr)
 {
     tether_device_free(ptr);
 }
+#endif
 
 void *calloc(size_t n, size_t size)
 {

@@ -46,7 +46,7 @@ static uint64_t dev_strnlen(const char *s, uint64_t max)
 struct dev_printf {
     const char *fmt;
     const unsigned char *args;
-    uint64_t args_len;           /* bytes at args (DEV_ARGS_UNSIZED: as many as the format says) */
+    uint64_t args_len;           /* bytes at args */
     const struct pscan_pos *pos; /* a numbered format's layout, else NULL */
     size_t at;                   /* format offset of the next conversion */
     uint64_t off;                /* unnumbered: offset of the next argument */
@@ -56,7 +56,7 @@ struct dev_printf {
     uint64_t rec_at;             /* and how many of them are sent */
 };
 
-/* args_len of a call whose buffer size the caller does not know (CUDA's vprintf). */
+/* dev_va_pack's result for an unnumbered walk that met a numbered conversion. */
 #define DEV_ARGS_UNSIZED (~(uint64_t)0)
 
 /* What one step of a printf walk found. */
@@ -208,12 +208,8 @@ dev_printf_numbered(uint32_t stream, struct dev_printf *w)
 {
     struct pscan_pos pos;
     pscan_pos_scan(w->fmt, (size_t)-1, &pos);
-    bool unsized = w->args_len == DEV_ARGS_UNSIZED;
-    if (pos.numbered) {
+    if (pos.numbered)
         w->pos = &pos;
-        if (unsized)
-            w->args_len = pos.err == PSCAN_POS_OK ? pscan_pos_offset(&pos, pos.nargs + 1) : 0;
-    }
     w->at = 0;
     w->off = 0;
     uint32_t nstrs = 0;
@@ -226,8 +222,6 @@ dev_printf_numbered(uint32_t stream, struct dev_printf *w)
             strs_len += w->rec_size;
         }
     }
-    if (unsized && !pos.numbered)
-        w->args_len = w->off;
     return dev_printf_send(stream, w, nstrs, strs_len, nargs);
 }
 
@@ -254,15 +248,7 @@ DEV_OUT_OF_LINE int tether_device_printf_packed(uint32_t stream, const char *fmt
             strs_len += w.rec_size;
         }
     }
-    if (w.args_len == DEV_ARGS_UNSIZED)
-        w.args_len = w.off; /* CUDA's vprintf: the buffer ends with the last argument */
     return dev_printf_send(stream, &w, nstrs, strs_len, nargs);
-}
-
-DEV_OUT_OF_LINE int tether_device_vprintf_cuda(const char *fmt, const void *args)
-{
-    /* CUDA's vprintf does not pass the buffer's size: the format tells it. */
-    return tether_device_printf_packed(TETHER_RPC_STDOUT, fmt, args, DEV_ARGS_UNSIZED);
 }
 
 /* One WRITE call: the header, the host FILE * when `file` is given (TETHER_RPC_HOST_FILE),

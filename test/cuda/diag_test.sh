@@ -78,7 +78,7 @@ case $mode in
       fail "the fault does not name device 0 and the target region in main at line $line"
     ;;
   noclient)
-    said="tether (cuda): device 0: the image calls vprintf but has no tether RPC client (__tether_rpc_client): the driver's own device printf and heap serve them, not tether's; to use tether's, link -ltether-device after the program's sources (pkg-config --libs tether after them), with -foffload-lto"
+    said="tether (cuda): device 0: the image calls vprintf but has no tether RPC client (__tether_rpc_client): the driver's own device printf and heap serve them, not tether's; to use tether's, compile with \`pkg-config --cflags tether\` and link -ltether-device after the program's sources (\`pkg-config --libs tether\`)"
     run "$sim:$plugins" plugin_probe_printf sim LIBOMPTARGET_INFO=16
     [ $rc = 0 ] || fail "the program failed"
     [ "$(count "$said")" = 1 ] || fail "no single line saying the image has no client"

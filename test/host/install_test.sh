@@ -103,15 +103,18 @@ grep -E "PASS|loaded image|rpc: [0-9]+ calls" "$log"
 # Around the README: what was installed, and the program without tether-run.
 prefix=$tmp/prefix
 for f in bin/tether-run lib/tether/libomptarget.rtl.x86_64.nextgen.so include/tether/tether.h \
-  include/tether/rpc.h include/tether/port/rpc.h lib/libtether-device.a lib/libtether-rpc.a \
+  include/tether/device_libc.h include/tether/rpc.h include/tether/port/rpc.h lib/libtether-device.a lib/libtether-rpc.a \
   lib/libtether-rpc.so.0 lib/pkgconfig/tether.pc lib/pkgconfig/tether-rpc.pc \
   lib/cmake/tether/tetherConfig.cmake lib/cmake/tether/tetherConfigVersion.cmake; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 plugindir=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --variable=plugindir tether)
 [ "$(cd "$plugindir" && pwd)" = "$prefix/lib/tether" ] || fail "plugindir $plugindir"
-[ "$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs tether |
-  grep -o -- -foffload-lto | wc -l)" -eq 1 ] || fail "pkg-config prints -foffload-lto not once"
+cflags=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags tether)
+[ "$(grep -o -- "-include [^ ]*/include/tether/device_libc.h" <<<"$cflags" | wc -l)" -eq 1 ] ||
+  fail "pkg-config --cflags does not force-include tether/device_libc.h once: $cflags"
+[ -f "$(sed -E 's/.*-include ([^ ]*).*/\1/' <<<"$cflags")" ] ||
+  fail "pkg-config --cflags names a device_libc.h that is not installed: $cflags"
 set +e
 env -u LD_LIBRARY_PATH "$x86" > "$tmp/plain.out" 2>&1
 rc=$?

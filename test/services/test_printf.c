@@ -163,21 +163,22 @@ static void dev_expect_at(int line, const char *want, const char *fmt, ...)
 }
 #define dev_expect(...) dev_expect_at(__LINE__, __VA_ARGS__)
 
-/* CUDA's vprintf(fmt, buffer as clang packs it) through the device library must print `want`
- * and send exactly `args_len` argument bytes. */
-static void cuda_expect_at(int line, const char *want, const char *fmt, const void *args,
+/* __llvm_omp_vprintf(fmt, buffer as clang packs it, its size) as tether/device_libc.h serves it
+ * on NVIDIA, through the device library, must print `want` and send exactly `args_len` argument
+ * bytes. */
+static void packed_expect_at(int line, const char *want, const char *fmt, const void *args,
                            size_t args_len)
 {
     layer.text.len = 0;
     layer.calls = 0;
-    int r = tether_device_vprintf_cuda(fmt, args);
+    int r = tether_device_printf_packed(TETHER_RPC_STDOUT, fmt, args, args_len);
     CHECKF(r >= 0 && layer.calls == 1 && layer.hdr.args_len == args_len,
            "line %d: returned %d, %d calls, %u argument bytes (want %zu)", line, r, layer.calls,
            layer.hdr.args_len, args_len);
     CHECKF(text_is(want, strlen(want)), "line %d: fmt \"%s\": want \"%s\" got \"%.*s\"", line, fmt,
            want, (int)layer.text.len, layer.text.data ? layer.text.data : "");
 }
-#define cuda_expect(want, fmt, args, args_len) cuda_expect_at(__LINE__, want, fmt, args, args_len)
+#define packed_expect(want, fmt, args, args_len) packed_expect_at(__LINE__, want, fmt, args, args_len)
 
 /* The host formatter alone on raw inputs must print `want`. */
 static void expect_at(int line, const char *want, const char *fmt, size_t fmt_len, const void *args,
@@ -273,7 +274,7 @@ static void test_clang_layout(void)
     snprintf(want, sizeof want, "%c %hd %f %d %zu %lld %s %p %f\n", 'a', (short)2, 1.5, 5,
              (size_t)3, -4LL, "str", (void *)0xdead0, 2.0);
     expect(want, "%c %hd %f %d %zu %lld %s %p %f\n", &a, sizeof a, &payload, 1);
-    cuda_expect(want, "%c %hd %f %d %zu %lld %s %p %f\n", &a, sizeof a);
+    packed_expect(want, "%c %hd %f %d %zu %lld %s %p %f\n", &a, sizeof a);
 
     /* printf("%c%f\n", (char)1, 2.0f) -> { i32, double }, 16 bytes. */
     struct {
@@ -281,12 +282,12 @@ static void test_clang_layout(void)
         double f;
     } b = {'Z', 2.0};
     expect("Z2.000000\n", "%c%f\n", &b, sizeof b, NULL, 0);
-    cuda_expect("Z2.000000\n", "%c%f\n", &b, sizeof b);
+    packed_expect("Z2.000000\n", "%c%f\n", &b, sizeof b);
 
     /* `*` width is an int before its value: { i32, i32, i32 }. */
     int32_t c[3] = {5, 3, 42};
     expect("  042", "%*.*d", c, sizeof c, NULL, 0);
-    cuda_expect("  042", "%*.*d", c, sizeof c);
+    packed_expect("  042", "%*.*d", c, sizeof c);
 
     /* Numbered: printf("%3$s %1$.*2$f %1$e\n", 1.5, 2, "x") -> { double, i32, ptr }. */
     struct {
@@ -294,7 +295,7 @@ static void test_clang_layout(void)
         int32_t prec;
         uint64_t s;
     } n = {1.5, 2, (uint64_t)(uintptr_t) "x"};
-    cuda_expect("x 1.50 1.500000e+00\n", "%3$s %1$.*2$f %1$e\n", &n, sizeof n);
+    packed_expect("x 1.50 1.500000e+00\n", "%3$s %1$.*2$f %1$e\n", &n, sizeof n);
 
     /* A %s pointer in the buffer is never dereferenced by the host: payloads come separately. */
     uint64_t bogus = 0x1;
@@ -302,8 +303,8 @@ static void test_clang_layout(void)
     expect("[hello]", "[%s]", &bogus, 8, &hello, 1);
 
     /* No buffer (clang passes none without arguments): nothing is read, nothing claimed. */
-    cuda_expect("no args\n", "no args\n", NULL, 0);
-    cuda_expect("<missing arg>", "%d", NULL, 0);
+    packed_expect("no args\n", "no args\n", NULL, 0);
+    packed_expect("<missing arg>", "%d", NULL, 0);
 }
 
 /* The host formatter alone on what a device could send. */

@@ -4,8 +4,8 @@
 # hello` unpacked the bundle into WORK (default /tmp/tether-device): what the device library and
 # -foffload-lto cost a kernel (docs/usage.md, "What the library costs a kernel").  Runs
 # Nsight Compute (CUDA's ncu) on mpi_halo's device-halo kernel over 1M cells, built three ways
-# (bin/mpi/mpi_halo_plain: no LTO, no library; mpi_halo_lto: -foffload-lto alone; mpi_halo:
-# -foffload-lto -ltether-device), one rank without mpirun, under tether's plugin, and prints per
+# (bin/mpi/mpi_halo_plain: without the library; mpi_halo: with it; mpi_halo_lto: with it and
+# -foffload-lto), one rank without mpirun, under tether's plugin, and prints per
 # build the kernel's time, registers, occupancy and local-memory traffic.  Needs ncu and the
 # permission to read the GPU's counters (root on the test machines).
 set -euo pipefail
@@ -19,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_TARGET_OFFL
 metrics=gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
 metrics=$metrics,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum
 printf '%-16s %10s %10s %10s %14s %14s\n' build "time us" registers "occupancy%" "local ld MB" "local st MB"
-for b in mpi_halo_plain mpi_halo_lto mpi_halo; do
+for b in mpi_halo_plain mpi_halo mpi_halo_lto; do
   # The device-halo kernel (the only kernel of a `device` run), its sixth launch.
   "$ncu" --kernel-name regex:'main_l[0-9]+$' --launch-skip 5 --launch-count 1 \
     --metrics "$metrics" --csv --page raw "$work/bin/mpi/$b" device 1048576 20 100000 2>&1 |

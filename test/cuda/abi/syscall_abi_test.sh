@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 # syscall_abi_test.sh ROOT CLANG CUDA_PATH DEVICE_LIB_DIR WORKDIR PLUGIN_DIR FAKE_SIM_DIR
-# CPU-side ctest (test/cuda's simulated GPU), syscall_probe.c for sm_90:
-#   1. with own_malloc.c, a separately compiled global malloc/free: tether's CUDA plugin refuses
-#      the image, naming -foffload-lto;
-#   2. with libtether-device.a but without -foffload-lto (the library's definitions stay global,
-#      the program's calls use the system-call convention): refused the same way;
-#   3. with libtether-device.a and -foffload-lto: no such refusal.
+# CPU-side ctest (test/cuda's simulated GPU), syscall_probe.c for sm_90.  ptxas compiles calls to
+# malloc, free and vprintf as CUDA's system calls, which a separately compiled definition breaks:
+#   0. the probe's device code compiled with tether/device_libc.h calls tether_device_malloc,
+#      tether_device_free and tether_device_printf_packed, and declares none of malloc, free and
+#      vprintf;
+#   1. own:      with own_malloc.c, a separately compiled global malloc/free: tether's CUDA plugin
+#                refuses the image, naming the fix;
+#   2. header:   with tether/device_libc.h and libtether-device.a (no -foffload-lto): the image
+#                loads and has the RPC client, and the plugin says nothing about vprintf;
+#   3. noheader: libtether-device.a without the header: the image loads (the library defines no
+#                malloc, free or vprintf on NVIDIA) and LIBOMPTARGET_INFO=16 says once that its
+#                printf goes to the driver;
+#   4. lto:      the header, the library and -foffload-lto: as 2.
 # Exits 77 (ctest SKIP_RETURN_CODE) when CUDA_PATH has no ptxas.
 set -uo pipefail
 root=${1:?} clang=${2:?} cuda=${3:?} devlib=${4:?} work=${5:?} plugins=${6:?} sim=${7:?}
@@ -19,24 +26,54 @@ failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 flags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda
   -march=sm_90 "--cuda-path=$cuda" -Wno-unknown-cuda-version -Wall -Werror)
-for mode in plain libplain lto; do
-  extra=("$root/test/cuda/abi/own_malloc.c")
-  [ $mode = libplain ] && extra=(-L"$devlib" -ltether-device)
-  [ $mode = lto ] && extra=(-foffload-lto -L"$devlib" -ltether-device)
-  TMPDIR=$work "$clang" "${flags[@]}" "$root/test/cuda/abi/syscall_probe.c" "${extra[@]}" \
-    -o "$work/probe-$mode" 2>"$work/build-$mode.txt"
+header=(-I"$root/include" -include "$root/include/tether/device_libc.h")
+probe=$root/test/cuda/abi/syscall_probe.c
+
+# 0. The device code's calls, in its PTX.
+TMPDIR=$work "$clang" "${flags[@]}" "${header[@]}" --offload-device-only -S "$probe" \
+  -o "$work/probe.ptx" 2>"$work/build-ptx.txt" || fail "clang-16 -S syscall_probe.c"
+for f in tether_device_malloc tether_device_free tether_device_printf_packed; do
+  # (PTX call syntax puts the callee on a line of its own: "call.uni (retval0),\n\tname, ")
+  grep -Eq "^[[:space:]]+$f,[[:space:]]*$" "$work/probe.ptx" || fail "the PTX does not call $f"
+done
+for f in malloc free vprintf; do
+  if grep -Eq "^\.extern \.func .*[[:space:]]$f[[:space:]]*\(?$" "$work/probe.ptx"; then
+    fail "the PTX declares CUDA's $f"
+  fi
+done
+
+for mode in own header noheader lto; do
+  case $mode in
+    own) extra=("$root/test/cuda/abi/own_malloc.c") ;;
+    header) extra=("${header[@]}" -L"$devlib" -ltether-device) ;;
+    noheader) extra=(-L"$devlib" -ltether-device) ;;
+    lto) extra=(-foffload-lto "${header[@]}" -L"$devlib" -ltether-device) ;;
+  esac
+  TMPDIR=$work "$clang" "${flags[@]}" "$probe" "${extra[@]}" -o "$work/probe-$mode" \
+    2>"$work/build-$mode.txt"
   rc=$?
   grep -v 'CUDA version is newer' "$work/build-$mode.txt"
   [ $rc -eq 0 ] || { fail "clang-16 syscall_probe.c ($mode, exit $rc)"; continue; }
-  LD_LIBRARY_PATH=$sim:$plugins OMP_TARGET_OFFLOAD=MANDATORY "$work/probe-$mode" \
-    >"$work/run-$mode.out" 2>"$work/run-$mode.err"
-  echo "$mode: exit $?"
-  sed 's/^/    /' "$work/run-$mode.err" | head -5
-  if grep -q 'build and link the program with -foffload-lto' "$work/run-$mode.err"; then
-    [ $mode != lto ] || fail "the -foffload-lto image was refused"
-  else
-    [ $mode = lto ] || fail "the $mode image (global malloc/free) was not refused"
-  fi
+  LD_LIBRARY_PATH=$sim:$plugins OMP_TARGET_OFFLOAD=MANDATORY LIBOMPTARGET_INFO=16 \
+    "$work/probe-$mode" >"$work/run-$mode.out" 2>"$work/run-$mode.err"
+  rc=$?
+  echo "$mode: exit $rc"
+  grep -E 'defines a global|calls vprintf' "$work/run-$mode.err" | sed 's/^/    /' | head -3
+  refused=$(grep -c 'the image defines a global .*build and link the program with -foffload-lto' \
+    "$work/run-$mode.err")
+  said=$(grep -c 'has a tether RPC client but calls vprintf.*pkg-config --cflags tether' \
+    "$work/run-$mode.err")
+  client=$(grep -c 'RPC client$' "$work/run-$mode.err")
+  case $mode in
+    own) [ "$refused" -ge 1 ] && [ $rc != 0 ] || fail "own: the image with a global malloc/free was not refused" ;;
+    noheader)
+      [ "$refused" = 0 ] && [ $rc = 0 ] || fail "noheader: the image was refused or failed (exit $rc)"
+      [ "$said" = 1 ] || fail "noheader: not one line saying the image's printf goes to the driver ($said)" ;;
+    *)
+      [ "$refused" = 0 ] && [ $rc = 0 ] || fail "$mode: the image was refused or failed (exit $rc)"
+      [ "$client" -ge 1 ] || fail "$mode: the image has no RPC client"
+      [ "$said" = 0 ] || fail "$mode: the plugin says the image calls vprintf" ;;
+  esac
 done
-[ $failed = 0 ] && echo "PASS: a global malloc/free (own or libtether-device.a without LTO) is refused; the -foffload-lto image passes the check"
+[ $failed = 0 ] && echo "PASS: with tether/device_libc.h the device code calls the library, not CUDA's malloc/free/vprintf, with and without -foffload-lto; a global malloc of the program's own is refused; without the header the plugin says printf goes to the driver"
 exit $failed

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
- * syscall_probe.c - a target region that calls malloc and free, linked with libtether-device.a.
- * syscall_abi_test.sh builds it twice for sm_90: with own_malloc.c (no LTO) tether's CUDA plugin
- * must refuse the image (its global malloc/free would break callers compiled for CUDA's system-call
- * convention); with -foffload-lto it must load it.
+ * syscall_probe.c - a target region that calls malloc, free and printf.  syscall_abi_test.sh
+ * builds it for sm_90 with own_malloc.c (tether's CUDA plugin must refuse the image: its global
+ * malloc/free would break callers compiled for CUDA's system-call convention) and with
+ * libtether-device.a, with and without tether/device_libc.h and -foffload-lto.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@ int main(void)
         char *p = malloc(16);
         seen = (uintptr_t)p;
         free(p);
+        printf("syscall_probe: device %d\n", 1);
     }
     printf("syscall_probe: region ran, malloc gave %#lx\n", (unsigned long)seen);
     return 0;

@@ -23,8 +23,8 @@ fail() { echo "FAIL: $*"; failed=1; }
 
 # 1. Build.
 "$clang" -O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda \
-  -march=sm_90 "--cuda-path=$cuda" -Wno-unknown-cuda-version -foffload-lto -Wall -Wextra -Werror \
-  -I"$root/include" "$here/multi_gpu.c" -L"$devlib" -ltether-device -o "$work/multi_gpu" \
+  -march=sm_90 "--cuda-path=$cuda" -Wno-unknown-cuda-version -Wall -Wextra -Werror \
+  -I"$root/include" -include "$root/include/tether/device_libc.h" "$here/multi_gpu.c" -L"$devlib" -ltether-device -o "$work/multi_gpu" \
   2>"$work/build.txt"
 rc=$?
 grep -v 'CUDA version is newer' "$work/build.txt"

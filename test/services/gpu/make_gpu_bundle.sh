@@ -49,8 +49,8 @@ cp -L /usr/lib/x86_64-linux-gnu/libhwloc.so.15 "$stage/lib/"
 cp "$build/lib/libomptarget.rtl.cuda.nextgen.so" "$stage/plugin/"
 strip --strip-unneeded "$stage/plugin/libomptarget.rtl.cuda.nextgen.so"
 flags=(-O2 -fopenmp -fopenmp-targets=nvptx64-nvidia-cuda -Xopenmp-target=nvptx64-nvidia-cuda
-  -march=sm_90 "--cuda-path=$cuda" -Wno-unknown-cuda-version -foffload-lto -DSVC_GPU -Wall -Werror
-  -I"$root/include")
+  -march=sm_90 "--cuda-path=$cuda" -Wno-unknown-cuda-version -DSVC_GPU -Wall -Werror
+  -I"$root/include" -include "$root/include/tether/device_libc.h")
 for p in printf heap heap_checks user exit bad; do
   clang-16 "${flags[@]}" "$root/test/services/offload/offload_$p.c" \
     -L"$build/rpc/device" -ltether-device -o "$stage/bin/offload_$p" 2>&1 |
