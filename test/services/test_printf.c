@@ -167,7 +167,7 @@ static void dev_expect_at(int line, const char *want, const char *fmt, ...)
  * on NVIDIA, through the device library, must print `want` and send exactly `args_len` argument
  * bytes. */
 static void packed_expect_at(int line, const char *want, const char *fmt, const void *args,
-                           size_t args_len)
+                             size_t args_len)
 {
     layer.text.len = 0;
     layer.calls = 0;
@@ -178,7 +178,8 @@ static void packed_expect_at(int line, const char *want, const char *fmt, const 
     CHECKF(text_is(want, strlen(want)), "line %d: fmt \"%s\": want \"%s\" got \"%.*s\"", line, fmt,
            want, (int)layer.text.len, layer.text.data ? layer.text.data : "");
 }
-#define packed_expect(want, fmt, args, args_len) packed_expect_at(__LINE__, want, fmt, args, args_len)
+#define packed_expect(want, fmt, args, args_len)                                                   \
+    packed_expect_at(__LINE__, want, fmt, args, args_len)
 
 /* The host formatter alone on raw inputs must print `want`. */
 static void expect_at(int line, const char *want, const char *fmt, size_t fmt_len, const void *args,
