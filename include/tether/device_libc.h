@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * tether/device_libc.h - routes the printf, malloc and free calls of a program's NVIDIA device
- * code to libtether-device.a.  Every source file of an OpenMP offload program that links the
+ * code, and the printf calls of its AMD GPU code, to libtether-device.a.  Every source file of an OpenMP offload program that links the
  * library is compiled with it force-included: `pkg-config --cflags tether` gives
  * `-include <includedir>/tether/device_libc.h`, and CMake's tether::device adds the same.
  *
@@ -12,8 +12,9 @@
  *   - malloc and free are OpenMP declare variants for nvptx64 that call tether_device_malloc and
  *     tether_device_free;
  *   - clang-16 lowers printf in device code to __llvm_omp_vprintf(format, packed arguments,
- *     size), which the device runtime implements with CUDA's vprintf; the weak definition below
- *     is linked in its place and hands the packed arguments to the library.
+ *     size), which the device runtime implements with CUDA's vprintf (and on AMD GPUs as
+ *     "return -1"); the weak definition below is linked in its place and hands the packed
+ *     arguments to the library.
  * The other C library names the library serves (puts, fputs, fwrite, calloc, realloc, exit,
  * abort, ...) are ordinary functions, which the device link binds without help.  With the
  * header a program needs no -foffload-lto; with -foffload-lto it works the same way.
@@ -52,7 +53,7 @@ static inline void free(void *ptr)
 }
 #pragma omp end declare variant
 
-#if defined(__NVPTX__)
+#if defined(__NVPTX__) || defined(__AMDGCN__)
 #pragma omp begin declare target
 /* 1 is TETHER_RPC_STDOUT (tether/rpc_opcodes.h). */
 __attribute__((weak)) int __llvm_omp_vprintf(const char *fmt, void *args, uint32_t size)

@@ -11,9 +11,8 @@
  * Defined here: calloc, realloc, aligned_alloc, posix_memalign, puts, fputs, fwrite, fputc, putc,
  * putchar, fflush, exit, abort, and on AMD GPUs malloc and free (GPUs: stdio to the host's
  * stdout/stderr, see TETHER_RPC_HOST_FILE).
- * AMD (clang-16): printf ends in the device runtime (it returns -1 there and
- * cannot be replaced); malloc/free/calloc/realloc/aligned_alloc/posix_memalign/puts/exit/abort
- * are ours.
+ * AMD (clang-16): printf reaches the library through tether/device_libc.h as on NVIDIA (the
+ * device runtime's own returns -1).
  * x86_64 offload: the image is a shared object linked -Bsymbolic, so these
  * definitions bind the image's own calls and the host program keeps libc's.
  * printf-family and stdio writes to stdout/stderr go through the server, so

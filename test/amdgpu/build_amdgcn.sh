@@ -6,8 +6,10 @@
 # Compile and link for amdgcn-amd-amdhsa ARCH (gfx90a, gfx940, ...) with Debian's clang-16:
 #   conformance  every program of test/conformance (as scripts/build-conformance.sh builds them
 #                for x86_64 and nvptx64), so the suite stays valid OpenMP for AMD GPUs;
-#   devicelib    a program whose target region calls printf/malloc/free, linked with
-#                LIBDIR/libtether-device.a; its device image must contain __tether_rpc_client.
+#   devicelib    a program whose target region calls printf/malloc/free, compiled with
+#                tether/device_libc.h and linked with LIBDIR/libtether-device.a; its device image
+#                must contain __tether_rpc_client, and its printf must call the library's
+#                tether_device_printf_packed (in the linked IR), not the device runtime's.
 # Debian has no ROCm device libraries: -nogpulib, the device runtime from
 # libomptarget.devicertl.a, and test/amdgpu/omp_rtl_flags.c for the globals clang then omits.
 # Nothing is run (no AMD GPU here).  Exit 0 when everything built, 1 otherwise.
@@ -68,9 +70,19 @@ int main(void)
     return r > 0 ? 0 : 1;
 }
 PROG
-  if ! "$bin/clang" -O2 $offload "$out/devicelib_use.c" "$flags_c" -L"$libdir" -ltether-device \
-       $link -o "$out/devicelib_use"; then
+  mkdir -p "$out/tmp"
+  if ! (cd "$out/tmp" && "$bin/clang" -O2 $offload -include "$repo/include/tether/device_libc.h" \
+       "$out/devicelib_use.c" "$flags_c" -L"$libdir" -ltether-device $link -save-temps \
+       -o "$out/devicelib_use"); then
     echo "FAILED: linking libtether-device.a for $arch"; exit 1
+  fi
+  # The linked module's __llvm_omp_vprintf is the header's, which calls the library.
+  if "$bin/llvm-dis" "$out/tmp/devicelib_use.amdgcn-amd-amdhsa.$arch.postlink.bc" -o - |
+     sed -n '/^define .*@__llvm_omp_vprintf(/,/^}/p' | grep -q "call .*@tether_device_printf_packed"; then
+    echo "printf calls tether_device_printf_packed in the $arch image"
+  else
+    echo "FAILED: the $arch image's __llvm_omp_vprintf does not call tether_device_printf_packed"
+    failed=1
   fi
   "$bin/llvm-objcopy" --dump-section .llvm.offloading="$out/devicelib_use.pack" \
       "$out/devicelib_use" "$out/devicelib_use.stripped" &&
