@@ -10,8 +10,9 @@
 #   plugins-tether/  tether's libomptarget.rtl.cuda.nextgen.so, when it has been built
 #   bin/omp/         OpenMP programs from test/cuda/omp/, clang-16 for sm_90 (jit with
 #                    -fopenmp-target-jit: its image is LLVM bitcode)
-#   bin/omp-rpc/     printf, malloc and rpc of test/cuda/omp/ linked with -ltether-device (rpc.c
-#                    only here: it needs tether's RPC server)
+#   bin/omp-rpc/     printf, malloc and rpc of test/cuda/omp/ built with tether/device_libc.h and
+#                    -ltether-device (rpc.c only here: it needs tether's RPC server), and rpc_lto:
+#                    rpc.c with -foffload-lto too
 #   bin/stress/      programs of test/cuda/stress/ for sm_90, run many times by device-run.sh
 #                    (taskwait_deps: step taskdeps)
 #   bin/multi/       the two-GPU acceptance test (test/cuda/multi/multi_gpu.c, sm_90, linked with
@@ -142,7 +143,11 @@ if [ -f "$devlib" ]; then
       -L"$(dirname "$devlib")" -ltether-device 2>&1 | grep -v "CUDA version is newer" || true
     [ -x "$stage/bin/omp-rpc/$name" ] || die "clang-16 failed on $name.c with -ltether-device"
   done
-  say "RPC benchmarks: bin/omp-rpc/printf, malloc, rpc, waitcpu"
+  clang-16 "${ompflags[@]}" "${devflags[@]}" -foffload-lto -o "$stage/bin/omp-rpc/rpc_lto" \
+    "$root/test/cuda/omp/rpc.c" -L"$(dirname "$devlib")" -ltether-device 2>&1 |
+    grep -v "CUDA version is newer" || true
+  [ -x "$stage/bin/omp-rpc/rpc_lto" ] || die "clang-16 failed on rpc.c with -foffload-lto"
+  say "RPC benchmarks: bin/omp-rpc/printf, malloc, rpc, rpc_lto, waitcpu"
 else
   say "no $devlib: no two-GPU test in the bundle"
 fi

@@ -201,23 +201,27 @@ if want tether; then
     # ping-pong between 1.6 and 2.0 us on one machine, tether's printf rate between 1.2 and 3.3 M
     # lines/s): 5 rounds, each CUDA's program then tether's, and the median of each as
     # "<figure>_median" beside the single runs.
-    alternate() { # FIGURE UNIT NATIVE TETHER
-      local fig=$1 unit=$2 native=$3 prog=$4 r n t
+    alternate() { # FIGURE UNIT NATIVE TETHER [NAME: the tether figure's name, default FIGURE]
+      local fig=$1 unit=$2 native=$3 prog=$4 name=${5:-$1} r n t
       [ -x "$native" ] && [ -x "$prog" ] || return 0
-      say "$fig: 5 alternating rounds of CUDA's program and tether's"
-      : >"$work/rounds-$fig.txt"
+      say "$name: 5 alternating rounds of CUDA's program and tether's ($(basename "$prog"))"
+      : >"$work/rounds-$name.txt"
       for r in 1 2 3 4 5; do
         n=$(timeout "$limit" "$native" | sed -n "s/^fig $fig \([0-9.e+]*\).*/\1/p")
         t=$(omp_run plugins-tether "$prog" 2>/dev/null | sed -n "s/^fig $fig \([0-9.e+]*\).*/\1/p")
-        [ -n "$n" ] && [ -n "$t" ] || fail "$fig round $r"
-        echo "round $r: native $n $unit, tether $t $unit" | tee -a "$work/rounds-$fig.txt"
+        [ -n "$n" ] && [ -n "$t" ] || fail "$name round $r"
+        echo "round $r: native $n $unit, tether $t $unit" | tee -a "$work/rounds-$name.txt"
       done
-      median() { sed -n "s/.*$1 \([0-9.e+]*\) .*/\1/p" "$work/rounds-$fig.txt" | sed 's/,$//' | sort -g | sed -n 3p; }
-      [ -f "$out/native.txt" ] && echo "fig ${fig}_median $(median native) $unit" >>"$out/native.txt"
-      echo "fig ${fig}_median $(median tether) $unit" >>"$out/tether.txt"
+      median() { sed -n "s/.*$1 \([0-9.e+]*\) .*/\1/p" "$work/rounds-$name.txt" | sed 's/,$//' | sort -g | sed -n 3p; }
+      [ -f "$out/native.txt" ] && [ "$name" = "$fig" ] &&
+        echo "fig ${fig}_median $(median native) $unit" >>"$out/native.txt"
+      echo "fig ${name}_median $(median tether) $unit" >>"$out/tether.txt"
     }
     if [ ${#rpc_progs[@]} -gt 0 ]; then
       alternate pingpong us "$work/bin/native/pingpong" "${rpc_progs[0]}"
+      # The same program built with -foffload-lto (bin/omp-rpc/rpc_lto): the call path inlined
+      # into the kernel.
+      alternate pingpong us "$work/bin/native/pingpong" "$work/bin/omp-rpc/rpc_lto" pingpong_lto
     fi
     alternate printf_rate Mlines/s "$work/bin/native/printf" "$work/bin/omp-rpc/printf"
     alternate malloc_free Mpairs/s "$work/bin/native/malloc" "$work/bin/omp-rpc/malloc"

@@ -4,7 +4,7 @@
  * one-packet call of test/cuda/omp/rpc.c, made by the GPU thread whose id (and so home port) is
  * `port`, for ports whose headers lie on different 4 KiB pages (32 ports per page) and whose client
  * flags lie on different pages (4096 ports per page), all in one process.  Built like
- * bin/omp-rpc (scripts/device-bundle.sh: -foffload-lto -ltether-device); run there through
+ * bin/omp-rpc (scripts/device-bundle.sh: tether/device_libc.h, -ltether-device); run there through
  * tether's plugin.  Figures only.
  */
 #include <omp.h>

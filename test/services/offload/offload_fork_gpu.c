@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * offload_fork_gpu.c - fork() after a GPU image with an RPC client ran (nvptx64, built with
- * libtether-device.a and -foffload-lto, run on the simulated GPU of test/cuda/fake_cuda_sim.c):
+ * libtether-device.a and tether/device_libc.h, run on the simulated GPU of
+ * test/cuda/fake_cuda_sim.c):
  * a target region in the child must fail with a message naming fork(), never hang, and the
  * parent goes on offloading.  run_life.sh gpu-fork checks the output.  The simulated GPU runs no
  * device code; the region's printf only makes the image an RPC client.
