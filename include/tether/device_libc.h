@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception */
 /*
  * tether/device_libc.h - routes the printf, malloc and free calls of a program's NVIDIA device
- * code, and the printf calls of its AMD GPU code, to libtether-device.a.  Every source file of an OpenMP offload program that links the
- * library is compiled with it force-included: `pkg-config --cflags tether` gives
- * `-include <includedir>/tether/device_libc.h`, and CMake's tether::device adds the same.
+ * code, and the printf calls of its AMD GPU code, to libtether-device.a.  Every source file of an
+ * OpenMP offload program that links the library is compiled with it force-included:
+ * `pkg-config --cflags tether` gives `-include <includedir>/tether/device_libc.h`, and CMake's
+ * tether::device adds the same.
  *
  * Why a header: ptxas compiles a call to `malloc`, `free` or `vprintf` as a call of one of CUDA's
  * system calls, which keep almost every register; a separately compiled definition of these
@@ -17,7 +18,9 @@
  *     arguments to the library.
  * The other C library names the library serves (puts, fputs, fwrite, calloc, realloc, exit,
  * abort, ...) are ordinary functions, which the device link binds without help.  With the
- * header a program needs no -foffload-lto; with -foffload-lto it works the same way.
+ * header a program needs no -foffload-lto; with -foffload-lto it works the same way.  A program
+ * compiled with the header links the library (`pkg-config --libs tether`): its GPU code refers
+ * to the library's functions, which the device link otherwise reports undefined.
  *
  * Only clang's OpenMP compiles see any of this: for other compilers, or without -fopenmp, the
  * header is empty, and on the host and other GPUs nothing in it is selected.

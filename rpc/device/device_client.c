@@ -477,39 +477,45 @@ static DEV_INLINE uint64_t dev_opcode_group(uint64_t mask, uint32_t opcode)
  * the two, not of both inlined into one.  A call whose request is one packet of one lane (most
  * calls) calls no function: after the port's lock, whose acquire empties L1 on NVIDIA, every
  * read of memory is a trip to L2, the stack's too, and a function that has called another
- * reloads registers from the stack before it returns.
+ * reloads registers from the stack before it returns.  Both return what tether_rpc_call returns:
+ * the answer's length, or -status when the server answered with an error (0 for a call without
+ * answer).
  */
-DEV_OUT_OF_LINE static void dev_call_short(uint32_t opcode, uint64_t mask,
-                                           const struct dev_iov *iov, bool answer, void *dst,
-                                           uint64_t cap, uint64_t *len_p, uint32_t *status_p)
+DEV_OUT_OF_LINE static int64_t dev_call_short(uint32_t opcode, uint64_t mask,
+                                              const struct dev_iov *iov, bool answer, void *dst,
+                                              uint64_t cap)
 {
     struct tether_rpc_device_const cfg;
+    uint64_t len = 0;
+    uint32_t status = TETHER_RPC_CALL_OK;
     dev_client_fixed(&cfg);
-    dev_call_port(&cfg, opcode, mask, iov, 1, answer, dst, cap, len_p, status_p, false, true);
+    dev_call_port(&cfg, opcode, mask, iov, 1, answer, dst, cap, &len, &status, false, true);
+    return status == TETHER_RPC_CALL_OK ? (int64_t)len : -(int64_t)status;
 }
 
-DEV_OUT_OF_LINE static void dev_call_long(uint32_t opcode, uint64_t mask, const struct dev_iov *iov,
-                                          uint32_t niov, bool answer, void *dst, uint64_t cap,
-                                          uint64_t *len_p, uint32_t *status_p, bool strs)
+DEV_OUT_OF_LINE static int64_t dev_call_long(uint32_t opcode, uint64_t mask,
+                                             const struct dev_iov *iov, uint32_t niov, bool answer,
+                                             void *dst, uint64_t cap, bool strs)
 {
     struct tether_rpc_device_const cfg;
+    uint64_t len = 0;
+    uint32_t status = TETHER_RPC_CALL_OK;
     dev_client_fixed(&cfg);
-    dev_call_port(&cfg, opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, strs, false);
+    dev_call_port(&cfg, opcode, mask, iov, niov, answer, dst, cap, &len, &status, strs, false);
+    return status == TETHER_RPC_CALL_OK ? (int64_t)len : -(int64_t)status;
 }
 
-bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
-                        void *dst, uint64_t cap, uint64_t *len_p, uint32_t *status_p)
+int64_t tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
+                           void *dst, uint64_t cap)
 {
     struct tether_rpc_device_const cfg;
     if (!tether_device_config(&cfg))
-        return false;
+        return -(int64_t)TETHER_RPC_CALL_NO_SERVER;
     DEV_PROF_(8);
     uint64_t mask = dev_opcode_group(dev_call_mask(&cfg, &opcode), opcode);
     if ((mask & (mask - 1)) == 0 && niov == 1 && iov[0].len <= RPC_STREAM_FIRST)
-        dev_call_short(opcode, mask, iov, answer, dst, cap, len_p, status_p);
-    else
-        dev_call_long(opcode, mask, iov, niov, answer, dst, cap, len_p, status_p, false);
-    return true;
+        return dev_call_short(opcode, mask, iov, answer, dst, cap);
+    return dev_call_long(opcode, mask, iov, niov, answer, dst, cap, false);
 }
 
 /* tether_device_call for PRINTF with a DEV_IOV_PRINTF_STRS piece (every lane here prints: one
@@ -522,7 +528,7 @@ bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov)
         return false;
     uint32_t opcode = TETHER_RPC_OP_PRINTF;
     uint64_t mask = dev_call_mask(&cfg, &opcode);
-    dev_call_long(opcode, mask, iov, niov, false, (void *)0, 0, (uint64_t *)0, (uint32_t *)0, true);
+    dev_call_long(opcode, mask, iov, niov, false, (void *)0, 0, true);
     return true;
 }
 
@@ -537,14 +543,7 @@ int64_t tether_rpc_call(uint32_t opcode, const void *in, uint64_t in_size, void 
     if (opcode < TETHER_RPC_OP_USER_FIRST || opcode > TETHER_RPC_OP_USER_LAST)
         return -(int64_t)TETHER_RPC_CALL_UNHANDLED;
     struct dev_iov iov = {in, in == (const void *)0 ? 0 : in_size};
-    uint64_t len = 0;
-    uint32_t status = TETHER_RPC_CALL_ERROR;
-    if (!tether_device_call(opcode, &iov, 1, true, out, out == (void *)0 ? 0 : out_size, &len,
-                            &status))
-        return -(int64_t)TETHER_RPC_CALL_NO_SERVER;
-    if (status != TETHER_RPC_CALL_OK)
-        return -(int64_t)status;
-    return (int64_t)len;
+    return tether_device_call(opcode, &iov, 1, true, out, out == (void *)0 ? 0 : out_size);
 }
 
 DEV_END

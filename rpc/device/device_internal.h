@@ -79,12 +79,13 @@ bool tether_device_attached(void);
 /*
  * Makes one call: opens a port for the lanes calling together, sends the
  * request (the iov pieces back to back), and if `answer` is true receives the
- * answer: its status goes to *status_p, its bytes (at most cap) to dst, its
- * length to *len_p.  Fire-and-forget calls (answer false) return once the
- * last packet is handed over.  Returns false when no server is attached.
+ * answer, its bytes (at most cap) to dst.  Returns, as tether_rpc_call does,
+ * the answer's length, or -status when the server answered with an error; 0
+ * for a fire-and-forget call (answer false), once the last packet is handed
+ * over; -TETHER_RPC_CALL_NO_SERVER when no server is attached.
  */
-bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
-                        void *dst, uint64_t cap, uint64_t *len_p, uint32_t *status_p);
+int64_t tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
+                           void *dst, uint64_t cap);
 
 /*
  * A PRINTF call (fire-and-forget) whose pieces may include one made while it is sent: the %s

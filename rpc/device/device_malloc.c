@@ -157,11 +157,8 @@ HEAP_COLD static uint64_t host_alloc(uint64_t size, uint64_t align)
     struct tether_rpc_alloc_req req = {size, align};
     struct tether_rpc_alloc_ans ans = {0};
     struct dev_iov iov = {&req, sizeof req};
-    uint64_t len = 0;
-    uint32_t status = TETHER_RPC_CALL_ERROR;
-    if (!tether_device_call(TETHER_RPC_OP_ALLOC, &iov, 1, true, &ans, sizeof ans, &len, &status))
-        return 0;
-    if (status != TETHER_RPC_CALL_OK || len != sizeof ans || ans.ptr % align != 0)
+    if (tether_device_call(TETHER_RPC_OP_ALLOC, &iov, 1, true, &ans, sizeof ans) != sizeof ans ||
+        ans.ptr % align != 0)
         return 0;
     return ans.ptr;
 }
@@ -170,8 +167,7 @@ HEAP_COLD static void host_free(uint64_t ptr)
 {
     struct tether_rpc_free_req req = {ptr};
     struct dev_iov iov = {&req, sizeof req};
-    tether_device_call(TETHER_RPC_OP_FREE, &iov, 1, false, (void *)0, 0, (uint64_t *)0,
-                       (uint32_t *)0);
+    tether_device_call(TETHER_RPC_OP_FREE, &iov, 1, false, (void *)0, 0);
 }
 
 /* One line on the host's stderr with two numbers (fire-and-forget). */

@@ -165,8 +165,7 @@ static bool dev_too_big(uint64_t n, const char *what, uint64_t what_len)
     struct tether_rpc_write_hdr hdr = {TETHER_RPC_STDERR, 0};
     struct dev_iov say[4] = {
         {&hdr, sizeof hdr}, {pre, sizeof pre - 1}, {what, what_len}, {post, sizeof post - 1}};
-    tether_device_call(TETHER_RPC_OP_WRITE, say, 4, false, (void *)0, 0, (uint64_t *)0,
-                       (uint32_t *)0);
+    tether_device_call(TETHER_RPC_OP_WRITE, say, 4, false, (void *)0, 0);
     return true;
 }
 
@@ -192,9 +191,9 @@ static int dev_printf_send(uint32_t stream, struct dev_printf *w, uint32_t nstrs
     };
     if (dev_too_big(sizeof hdr + hdr.fmt_len + hdr.args_len + strs_len, "printf", 6))
         return -1;
-    bool sent = nstrs > 0 ? tether_device_call_printf(iov, 4)
-                          : tether_device_call(TETHER_RPC_OP_PRINTF, iov, 3, false, (void *)0, 0,
-                                               (uint64_t *)0, (uint32_t *)0);
+    bool sent = nstrs > 0
+                    ? tether_device_call_printf(iov, 4)
+                    : tether_device_call(TETHER_RPC_OP_PRINTF, iov, 3, false, (void *)0, 0) == 0;
     return sent ? nargs : -1;
 }
 
@@ -267,8 +266,7 @@ static int dev_write(uint32_t stream, const uint64_t *file, const void *bytes, u
                         (bytes == (const void *)0 ? 0 : n),
                     "write", 5))
         return -1;
-    if (!tether_device_call(TETHER_RPC_OP_WRITE, iov, niov, false, (void *)0, 0, (uint64_t *)0,
-                            (uint32_t *)0))
+    if (tether_device_call(TETHER_RPC_OP_WRITE, iov, niov, false, (void *)0, 0) != 0)
         return -1;
     return (int)(n > 0x7fffffff ? 0x7fffffff : n);
 }
@@ -423,8 +421,7 @@ DEV_OUT_OF_LINE void tether_device_exit(int status)
 {
     struct tether_rpc_exit_req req = {status, 0};
     struct dev_iov iov = {&req, sizeof req};
-    bool sent = tether_device_call(TETHER_RPC_OP_EXIT, &iov, 1, false, (void *)0, 0, (uint64_t *)0,
-                                   (uint32_t *)0);
+    bool sent = tether_device_call(TETHER_RPC_OP_EXIT, &iov, 1, false, (void *)0, 0) == 0;
 #if RPC_ARCH_SIMT
     /* The host ends the process; if it does not within ~1 s, fail the kernel. */
     for (uint32_t i = 0; sent && i < (1u << 20); i++)
@@ -443,7 +440,7 @@ DEV_OUT_OF_LINE void tether_device_exit(int status)
 DEV_OUT_OF_LINE void tether_device_abort(void)
 {
     bool sent = tether_device_call(TETHER_RPC_OP_ABORT, (const struct dev_iov *)0, 0, false,
-                                   (void *)0, 0, (uint64_t *)0, (uint32_t *)0);
+                                   (void *)0, 0) == 0;
 #if RPC_ARCH_SIMT
     for (uint32_t i = 0; sent && i < (1u << 20); i++)
         rpc_arch_pause();

@@ -8,8 +8,8 @@
  *   plugin_probe sim    expects >= 1 device; the region's results are not checked (the simulated
  *                       GPU of fake_cuda_sim.c runs no device code)
  * Built with -DPROBE_RPC, tether/device_libc.h and libtether-device.a (plugin_probe_rpc), the
- * region also prints a line through tether's device printf, so the image carries the RPC client and the
- * plugin starts an RPC server for it.  Built with -DPROBE_USM (plugin_probe_usm), the program
+ * region also prints a line through tether's device printf, so the image carries the RPC client and
+ * the plugin starts an RPC server for it.  Built with -DPROBE_USM (plugin_probe_usm), the program
  * requires unified_shared_memory.
  */
 #include <omp.h>

@@ -50,15 +50,13 @@ static uint64_t next_chunk(void)
     return 1 + (layer.chunk >> 33) % 64;
 }
 
-bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
-                        void *dst, uint64_t cap, uint64_t *len_p, uint32_t *status_p)
+int64_t tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
+                           void *dst, uint64_t cap)
 {
     (void)dst;
     (void)cap;
-    (void)len_p;
-    (void)status_p;
     if (layer.detached)
-        return false;
+        return -(int64_t)TETHER_RPC_CALL_NO_SERVER;
     CHECKF(opcode == TETHER_RPC_OP_PRINTF && !answer, "call %u answer %d", opcode, answer);
     size_t len = 0;
     for (uint32_t i = 0; i < niov; i++)
@@ -84,13 +82,13 @@ bool tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t nio
     tether_status_t st = rpc_printf_format_msg(&layer.text, msg, len, NULL, NULL, &layer.nconv);
     CHECKF(st == TETHER_OK, "format_msg: status %d", (int)st);
     free(msg);
-    return true;
+    return 0;
 }
 
 /* The call layer's entry for calls whose %s records are made while they are sent: as above. */
 bool tether_device_call_printf(const struct dev_iov *iov, uint32_t niov)
 {
-    return tether_device_call(TETHER_RPC_OP_PRINTF, iov, niov, false, NULL, 0, NULL, NULL);
+    return tether_device_call(TETHER_RPC_OP_PRINTF, iov, niov, false, NULL, 0) == 0;
 }
 
 /* ---- comparisons ------------------------------------------------------------------------- */

@@ -52,7 +52,7 @@ has "$work/lib.s" ".global .align 2 .b8 dev_wait_state\[32768\]"
 lacks "$work/lib.s" "tether_rpc_profile"           # no profiling hook in a normal build
 # A call of one packet calls no function: a function that has called another reloads registers
 # from the stack before it returns, after the port's acquire has emptied L1 (device_client.c).
-sed -n '/^.func dev_call_short(/,/^}/p' "$work/lib.s" >"$work/short.s"
+sed -n '/^\.func .*dev_call_short(/,/^}/p' "$work/lib.s" >"$work/short.s"
 has "$work/short.s" "atom.acquire.gpu.global.or.b64"
 lacks "$work/short.s" "^[[:space:]]*call"
 

@@ -229,19 +229,15 @@ void test_malloc(void)
     struct tether_rpc_alloc_req areq = {1 << 20, 65536};
     struct tether_rpc_alloc_ans aans = {0};
     struct dev_iov iov = {&areq, sizeof areq};
-    uint64_t len = 0;
-    uint32_t status = 99;
-    CHECKF(
-        tether_device_call(TETHER_RPC_OP_ALLOC, &iov, 1, true, &aans, sizeof aans, &len, &status) &&
-            status == TETHER_RPC_CALL_OK && len == sizeof aans && aans.ptr % 65536 == 0,
-        "raw ALLOC: status %u len %llu ptr 0x%llx", status, (unsigned long long)len,
-        (unsigned long long)aans.ptr);
+    int64_t got = tether_device_call(TETHER_RPC_OP_ALLOC, &iov, 1, true, &aans, sizeof aans);
+    CHECKF(got == (int64_t)sizeof aans && aans.ptr % 65536 == 0,
+           "raw ALLOC: returned %lld, ptr 0x%llx", (long long)got, (unsigned long long)aans.ptr);
     tether_rpc_server_stats(rig.srv, &st);
     uint64_t with_raw = st.heap_chunks;
     long live_before = atomic_load(&dev_mem.live);
     struct tether_rpc_free_req freq = {aans.ptr};
     iov = (struct dev_iov){&freq, sizeof freq};
-    tether_device_call(TETHER_RPC_OP_FREE, &iov, 1, false, NULL, 0, NULL, NULL);
+    tether_device_call(TETHER_RPC_OP_FREE, &iov, 1, false, NULL, 0);
     while (st.heap_chunks == with_raw) { /* fire and forget: wait for the server to take it */
         usleep(100);
         tether_rpc_server_stats(rig.srv, &st);
