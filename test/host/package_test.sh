@@ -45,7 +45,7 @@ grep -Eiq "fuzz|bench|demo|conformance" "$tmp/build.log" && fail "the build log 
 
 # Exactly what a package ships.
 l=$libdir
-allowed="^(bin/tether-run|include/tether/(rpc|rpc_opcodes|status|tether)\.h|include/tether/port/(rpc|rpc_arch|rpc_stream)\.h|$l/libtether-device\.a|$l/libtether-rpc\.(a|so|so\.[0-9]+|so\.[0-9]+\.[0-9]+\.[0-9]+)|$l/tether/libomptarget\.rtl\.(x86_64|cuda|amdgpu)\.nextgen\.so|$l/pkgconfig/tether(-rpc)?\.pc|$l/cmake/tether/tetherConfig(Version)?\.cmake)\$"
+allowed="^(bin/tether-run|include/tether/(device_libc|rpc|rpc_opcodes|status|tether)\.h|include/tether/port/(rpc|rpc_arch|rpc_stream)\.h|$l/libtether-device\.a|$l/libtether-rpc\.(a|so|so\.[0-9]+|so\.[0-9]+\.[0-9]+\.[0-9]+)|$l/tether/libomptarget\.rtl\.(x86_64|cuda|amdgpu)\.nextgen\.so|$l/pkgconfig/tether(-rpc)?\.pc|$l/cmake/tether/tetherConfig(Version)?\.cmake)\$"
 files=$(cd "$stage" && find . -type f -o -type l | sed 's#^\./##' | sort)
 [ "$(echo "$files" | grep -c '^opt/tether/')" -eq "$(echo "$files" | wc -l)" ] ||
   fail "files outside the prefix: $files"
