@@ -5,7 +5,8 @@
 # malloc, free and vprintf as CUDA's system calls, which a separately compiled definition breaks:
 #   0. the probe's device code compiled with tether/device_libc.h calls tether_device_malloc,
 #      tether_device_free and tether_device_printf_packed, and declares none of malloc, free and
-#      vprintf;
+#      vprintf; the same for a C++ probe (std::malloc, std::printf) where clang++-16 is beside
+#      CLANG;
 #   1. own:      with own_malloc.c, a separately compiled global malloc/free: tether's CUDA plugin
 #                refuses the image, naming the fix;
 #   2. header:   with tether/device_libc.h and libtether-device.a (no -foffload-lto): the image
@@ -30,17 +31,47 @@ header=(-I"$root/include" -include "$root/include/tether/device_libc.h")
 probe=$root/test/cuda/abi/syscall_probe.c
 
 # 0. The device code's calls, in its PTX.
+check_ptx() { # PTX WHAT
+  local f
+  for f in tether_device_malloc tether_device_free tether_device_printf_packed; do
+    # (PTX call syntax puts the callee on a line of its own: "call.uni (retval0),\n\tname, ")
+    grep -Eq "^[[:space:]]+$f,[[:space:]]*$" "$1" || fail "$2: the PTX does not call $f"
+  done
+  for f in malloc free vprintf; do
+    if grep -Eq "^\.extern \.func (.*[[:space:]])?$f[[:space:]]*\(?$" "$1"; then
+      fail "$2: the PTX declares CUDA's $f"
+    fi
+  done
+}
 TMPDIR=$work "$clang" "${flags[@]}" "${header[@]}" --offload-device-only -S "$probe" \
   -o "$work/probe.ptx" 2>"$work/build-ptx.txt" || fail "clang-16 -S syscall_probe.c"
-for f in tether_device_malloc tether_device_free tether_device_printf_packed; do
-  # (PTX call syntax puts the callee on a line of its own: "call.uni (retval0),\n\tname, ")
-  grep -Eq "^[[:space:]]+$f,[[:space:]]*$" "$work/probe.ptx" || fail "the PTX does not call $f"
-done
-for f in malloc free vprintf; do
-  if grep -Eq "^\.extern \.func .*[[:space:]]$f[[:space:]]*\(?$" "$work/probe.ptx"; then
-    fail "the PTX declares CUDA's $f"
-  fi
-done
+check_ptx "$work/probe.ptx" syscall_probe.c
+clangxx=$(dirname "$clang")/$(basename "$clang" | sed 's/^clang/clang++/')
+if [ -x "$clangxx" ]; then
+  cat >"$work/probe.cpp" <<'CPP'
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+int main()
+{
+    std::uintptr_t seen = 0;
+    /* The address leaves the region, so the compiler keeps the calls. */
+#pragma omp target map(from : seen)
+    {
+        void *p = std::malloc(16);
+        seen = reinterpret_cast<std::uintptr_t>(p);
+        std::printf("probe %p\n", p);
+        std::free(p);
+    }
+    return seen != 0 ? 0 : 1;
+}
+CPP
+  TMPDIR=$work "$clangxx" "${flags[@]}" "${header[@]}" --offload-device-only -S "$work/probe.cpp" \
+    -o "$work/probe-cpp.ptx" 2>"$work/build-ptx-cpp.txt" || fail "clang++-16 -S probe.cpp"
+  check_ptx "$work/probe-cpp.ptx" probe.cpp
+else
+  echo "no $clangxx: the C++ probe is not compiled"
+fi
 
 for mode in own header noheader lto; do
   case $mode in
