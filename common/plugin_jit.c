@@ -25,6 +25,7 @@
 typedef int LLVMBool;
 typedef struct LLVMOpaqueContext *LLVMContextRef;
 typedef struct LLVMOpaqueModule *LLVMModuleRef;
+typedef struct LLVMOpaqueValue *LLVMValueRef;
 typedef struct LLVMOpaqueMemoryBuffer *LLVMMemoryBufferRef;
 typedef struct LLVMOpaqueDiagnosticInfo *LLVMDiagnosticInfoRef;
 typedef struct LLVMTarget *LLVMTargetRef;
@@ -61,6 +62,8 @@ enum {
     X(LLVMParseIRInContext, LLVMBool,                                                              \
       (LLVMContextRef ctx, LLVMMemoryBufferRef buf, LLVMModuleRef * mod, char **msg))              \
     X(LLVMGetTarget, const char *, (LLVMModuleRef mod))                                            \
+    X(LLVMGetNamedFunction, LLVMValueRef, (LLVMModuleRef mod, const char *name))                   \
+    X(LLVMIsDeclaration, LLVMBool, (LLVMValueRef global))                                          \
     X(LLVMPrintModuleToFile, LLVMBool, (LLVMModuleRef mod, const char *path, char **msg))          \
     X(LLVMDisposeModule, void, (LLVMModuleRef mod))                                                \
     X(LLVMGetTargetFromTriple, LLVMBool, (const char *triple, LLVMTargetRef *target, char **msg))  \
@@ -373,6 +376,32 @@ dispose_context:
 
 /* ---- compilation ---------------------------------------------------------------------------- */
 
+/* Code compiled with tether/device_libc.h (or calling tether_rpc_call) calls libtether-device.a,
+ * which the device link puts into a JIT image's bitcode when the program links it; a program that
+ * does not compiles without complaint (a JIT image's device code is linked here, not at build
+ * time).  Say which function is missing and how to link it, rather than leave it to the driver's
+ * linker. */
+static tether_status_t jit_check_library(const struct jit_llvm *llvm, LLVMModuleRef mod,
+                                         struct tether_error *err)
+{
+    static const char *const names[] = {"tether_device_printf_packed", "tether_device_malloc",
+                                        "tether_device_free", "tether_rpc_call",
+                                        "tether_rpc_attached"};
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        LLVMValueRef fn = llvm->LLVMGetNamedFunction(mod, names[i]);
+
+        if (fn != NULL && llvm->LLVMIsDeclaration(fn)) {
+            return plugin_error_set(
+                err, TETHER_ERR_BAD_IMAGE,
+                "the image calls %s() of libtether-device.a but does not contain it: link the "
+                "program with -ltether-device after its sources (`pkg-config --libs tether`)",
+                names[i]);
+        }
+    }
+    return TETHER_OK;
+}
+
 /* The whole file at `path` (knob `name`), NUL-terminated. */
 static tether_status_t jit_read_file(const char *path, const char *name,
                                      struct plugin_jit_code *code_p, struct tether_error *err)
@@ -556,6 +585,10 @@ tether_status_t plugin_jit_compile(const void *bitcode, size_t size, const char 
     rc = jit_module(llvm, ctx, &diag, bitcode, size, opts->replacement_module, &mod, err);
     if (rc != TETHER_OK) {
         goto dispose_context;
+    }
+    rc = jit_check_library(llvm, mod, err);
+    if (rc != TETHER_OK) {
+        goto dispose_module;
     }
     snprintf(triple, sizeof(triple), "%s", llvm->LLVMGetTarget(mod));
     rc = jit_target_init(llvm, triple, err);

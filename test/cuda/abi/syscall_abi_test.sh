@@ -14,7 +14,11 @@
 #   3. noheader: libtether-device.a without the header: the image loads (the library defines no
 #                malloc, free or vprintf on NVIDIA) and LIBOMPTARGET_INFO=16 says once that its
 #                printf goes to the driver;
-#   4. lto:      the header, the library and -foffload-lto: as 2.
+#   4. lto:      the header, the library and -foffload-lto: as 2;
+#   5. jit:      the header and the library with -fopenmp-target-jit: the image (bitcode, the
+#                library's included) is compiled and loaded;
+#   6. jitnolib: the same without the library, which a JIT build does not notice: the plugin
+#                refuses the image, naming the library's function it lacks and -ltether-device.
 # Exits 77 (ctest SKIP_RETURN_CODE) when CUDA_PATH has no ptxas.
 set -uo pipefail
 root=${1:?} clang=${2:?} cuda=${3:?} devlib=${4:?} work=${5:?} plugins=${6:?} sim=${7:?}
@@ -73,12 +77,14 @@ else
   echo "no $clangxx: the C++ probe is not compiled"
 fi
 
-for mode in own header noheader lto; do
+for mode in own header noheader lto jit jitnolib; do
   case $mode in
     own) extra=("$root/test/cuda/abi/own_malloc.c") ;;
     header) extra=("${header[@]}" -L"$devlib" -ltether-device) ;;
     noheader) extra=(-L"$devlib" -ltether-device) ;;
     lto) extra=(-foffload-lto "${header[@]}" -L"$devlib" -ltether-device) ;;
+    jit) extra=(-fopenmp-target-jit "${header[@]}" -L"$devlib" -ltether-device) ;;
+    jitnolib) extra=(-fopenmp-target-jit "${header[@]}") ;;
   esac
   TMPDIR=$work "$clang" "${flags[@]}" "$probe" "${extra[@]}" -o "$work/probe-$mode" \
     2>"$work/build-$mode.txt"
@@ -89,7 +95,7 @@ for mode in own header noheader lto; do
     "$work/probe-$mode" >"$work/run-$mode.out" 2>"$work/run-$mode.err"
   rc=$?
   echo "$mode: exit $rc"
-  grep -E 'defines a global|calls vprintf' "$work/run-$mode.err" | sed 's/^/    /' | head -3
+  grep -E 'defines a global|calls vprintf|does not contain it' "$work/run-$mode.err" | sed 's/^/    /' | head -3
   refused=$(grep -c 'the image defines a global .*build and link the program with -foffload-lto' \
     "$work/run-$mode.err")
   said=$(grep -c 'has a tether RPC client but calls vprintf.*pkg-config --cflags tether' \
@@ -97,6 +103,13 @@ for mode in own header noheader lto; do
   client=$(grep -c 'RPC client$' "$work/run-$mode.err")
   case $mode in
     own) [ "$refused" -ge 1 ] && [ $rc != 0 ] || fail "own: the image with a global malloc/free was not refused" ;;
+    jit)
+      [ $rc = 0 ] && grep -q "JIT-compiled" "$work/run-$mode.err" &&
+        ! grep -q "does not contain it" "$work/run-$mode.err" ||
+        fail "jit: the JIT image with the library was not compiled and loaded (exit $rc)" ;;
+    jitnolib)
+      [ $rc != 0 ] && grep -q "the image calls tether_device_[a-z_]*() of libtether-device.a but does not contain it: link the program with -ltether-device" \
+        "$work/run-$mode.err" || fail "jitnolib: the JIT image without the library was not refused by name (exit $rc)" ;;
     noheader)
       [ "$refused" = 0 ] && [ $rc = 0 ] || fail "noheader: the image was refused or failed (exit $rc)"
       [ "$said" = 1 ] || fail "noheader: not one line saying the image's printf goes to the driver ($said)" ;;
@@ -106,5 +119,5 @@ for mode in own header noheader lto; do
       [ "$said" = 0 ] || fail "$mode: the plugin says the image calls vprintf" ;;
   esac
 done
-[ $failed = 0 ] && echo "PASS: with tether/device_libc.h the device code calls the library, not CUDA's malloc/free/vprintf, with and without -foffload-lto; a global malloc of the program's own is refused; without the header the plugin says printf goes to the driver"
+[ $failed = 0 ] && echo "PASS: with tether/device_libc.h the device code calls the library, not CUDA's malloc/free/vprintf, with and without -foffload-lto; a global malloc of the program's own is refused; without the header the plugin says printf goes to the driver; a JIT image is compiled with the library, refused by name without it"
 exit $failed
