@@ -349,13 +349,17 @@ static void dev_host_await(const struct tether_rpc_device_const *c, struct rpc_c
  * One caller's calls thus share one port, and a port carries one call at a time: a call starts
  * only after the server finished (and printed) the previous one, so the output of
  * fire-and-forget calls keeps the caller's order.  Opening the home port directly, without a
- * sweep, saves a GPU two reads of host memory per call.
+ * sweep, saves a GPU two reads of host memory per call.  Returns what tether_rpc_call returns:
+ * the answer's length, or -status when the server answered with an error (0 for a call without
+ * answer).
  */
-static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, uint32_t opcode,
-                                     uint64_t mask, const struct dev_iov *iov, uint32_t niov,
-                                     bool answer, void *dst, uint64_t cap, uint64_t *len_p,
-                                     uint32_t *status_p, bool strs, bool short_only)
+static DEV_INLINE int64_t dev_call_port(uint32_t opcode, uint64_t mask, const struct dev_iov *iov,
+                                        uint32_t niov, bool answer, void *dst, uint64_t cap,
+                                        bool strs, bool short_only)
 {
+    struct tether_rpc_device_const cfg;
+    const struct tether_rpc_device_const *c = &cfg;
+    dev_client_fixed(&cfg);
     struct dev_tx tx = {iov, niov, 0, 0, 0, 0};
     for (uint32_t k = 0; k < niov; k++)
         tx.len += strs ? iov[k].len & ~DEV_IOV_PRINTF_STRS : iov[k].len;
@@ -397,7 +401,7 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
     if (!answer) {
         rpc_client_close(&client, &port);
         DEV_PROF_(4);
-        return;
+        return 0;
     }
 
     /* The head tells that the answer came and, for a short one, holds all of it. */
@@ -414,10 +418,12 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
          * answer to wait for. */
         rpc_client_close(&client, &port);
         DEV_PROF_(4);
-        tether_rpc_inline_unpack(head, status_p, len_p, (unsigned char *)dst, cap);
+        uint32_t status = TETHER_RPC_CALL_ERROR;
+        uint64_t len = 0;
+        tether_rpc_inline_unpack(head, &status, &len, (unsigned char *)dst, cap);
         DEV_PROF_(3);
         dev_poll_end(&poll, home);
-        return;
+        return status == TETHER_RPC_CALL_OK ? (int64_t)len : -(int64_t)status;
     }
     struct dev_rx rx;
     rx.dst = (unsigned char *)dst;
@@ -430,12 +436,11 @@ static DEV_INLINE void dev_call_port(const struct tether_rpc_device_const *c, ui
     struct tether_rpc_answer ans = {TETHER_RPC_CALL_ERROR, 0};
     if (rx.len >= sizeof ans)
         dev_copy(&ans, rx.head + 8, sizeof ans);
-    *status_p = ans.status;
-    *len_p = rx.len >= sizeof ans ? rx.len - sizeof ans : 0;
     DEV_PROF_(3);
     rpc_client_close(&client, &port);
     DEV_PROF_(4);
     dev_poll_end(&poll, home);
+    return ans.status == TETHER_RPC_CALL_OK ? (int64_t)(rx.len - sizeof ans) : -(int64_t)ans.status;
 }
 
 /* The lanes that make a call together (device_arch.h), and on the host a wide call: the one
@@ -477,32 +482,20 @@ static DEV_INLINE uint64_t dev_opcode_group(uint64_t mask, uint32_t opcode)
  * the two, not of both inlined into one.  A call whose request is one packet of one lane (most
  * calls) calls no function: after the port's lock, whose acquire empties L1 on NVIDIA, every
  * read of memory is a trip to L2, the stack's too, and a function that has called another
- * reloads registers from the stack before it returns.  Both return what tether_rpc_call returns:
- * the answer's length, or -status when the server answered with an error (0 for a call without
- * answer).
+ * reloads registers from the stack before it returns.
  */
 DEV_OUT_OF_LINE static int64_t dev_call_short(uint32_t opcode, uint64_t mask,
                                               const struct dev_iov *iov, bool answer, void *dst,
                                               uint64_t cap)
 {
-    struct tether_rpc_device_const cfg;
-    uint64_t len = 0;
-    uint32_t status = TETHER_RPC_CALL_OK;
-    dev_client_fixed(&cfg);
-    dev_call_port(&cfg, opcode, mask, iov, 1, answer, dst, cap, &len, &status, false, true);
-    return status == TETHER_RPC_CALL_OK ? (int64_t)len : -(int64_t)status;
+    return dev_call_port(opcode, mask, iov, 1, answer, dst, cap, false, true);
 }
 
 DEV_OUT_OF_LINE static int64_t dev_call_long(uint32_t opcode, uint64_t mask,
                                              const struct dev_iov *iov, uint32_t niov, bool answer,
                                              void *dst, uint64_t cap, bool strs)
 {
-    struct tether_rpc_device_const cfg;
-    uint64_t len = 0;
-    uint32_t status = TETHER_RPC_CALL_OK;
-    dev_client_fixed(&cfg);
-    dev_call_port(&cfg, opcode, mask, iov, niov, answer, dst, cap, &len, &status, strs, false);
-    return status == TETHER_RPC_CALL_OK ? (int64_t)len : -(int64_t)status;
+    return dev_call_port(opcode, mask, iov, niov, answer, dst, cap, strs, false);
 }
 
 int64_t tether_device_call(uint32_t opcode, const struct dev_iov *iov, uint32_t niov, bool answer,
