@@ -355,7 +355,7 @@ tether_status_t plugin_image_load(struct plugin_device *dev, const struct tgt_de
     loaded->table.EntriesEnd = loaded->entries + n;
     loaded->rpc = image_elf_symbol(&image, PLUGIN_RPC_CLIENT_SYMBOL, &sym);
     if (loaded->rpc) {
-        rc = plugin_rpc_attach(dev, loaded, err);
+        rc = plugin_rpc_attach(dev, loaded, &image, err);
         if (rc != TETHER_OK) {
             goto release;
         }

@@ -9,8 +9,8 @@
  * thread polls only while a kernel of its device runs (and backs off to short sleeps when its
  * calls stop) and sleeps otherwise.  Contract with the rest
  * of common/:
- *  - plugin_rpc_attach(dev, loaded): once per image defining the symbol, after it loaded and
- *    before any of its kernels runs: allocates the mailboxes (ops->shared_alloc, or ops->alloc
+ *  - plugin_rpc_attach(dev, loaded, image): once per image defining the symbol, after it loaded
+ *    and before any of its kernels runs: allocates the mailboxes (ops->shared_alloc, or ops->alloc
  *    PLUGIN_ALLOC_HOST), writes the client the server library made into the device global as it
  *    is (and hands it to ops->rpc_client_copy where the backend has one), starts the server thread
  *    (which calls ops->thread_attach first) with the device's limits.pci_bus_id (no address
@@ -30,10 +30,12 @@
  *   TETHER_RPC_PORTS          ports per image, 1 to 16384 (default: the backend's
  *                             limits.rpc_ports, else 64, or 4 x CPUs, for the host backend and
  *                             4096 on GPUs; CUDA: 16384)
- *   TETHER_RPC_HEAP_RESERVE   bytes of device heap allocated at image load, 0 to 1 TiB (default
- *                             0 on the host, 256 MiB on GPUs: the first chunks the device asks
- *                             for come without a driver call; beyond it the server allocates
- *                             while kernels run, see docs/rpc-services.md section 10)
+ *   TETHER_RPC_HEAP_RESERVE   bytes of device heap allocated at the load of an image that can
+ *                             allocate (rpc_image_allocates), 0 to 1 TiB (default 0 on the host,
+ *                             256 MiB on GPUs: the first chunks the device asks for come without
+ *                             a driver call; beyond it the server allocates while kernels run,
+ *                             see docs/rpc-services.md section 10).  An image that cannot
+ *                             allocate gets none.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -238,8 +240,25 @@ static bool rpc_forked(struct rpc_image_server *head)
     return false;
 }
 
+/* The device library's functions that allocate from its heap (rpc/device/device_malloc.c; the
+ * C library's names on AMD GPUs call them).  A linked image keeps only the functions its kernels
+ * may call, so an image without any of them never asks for heap. */
+static const char *const rpc_heap_entries[] = {"tether_device_malloc", "tether_device_calloc",
+                                               "tether_device_realloc",
+                                               "tether_device_aligned_alloc"};
+
+static bool rpc_image_allocates(const struct plugin_image *image)
+{
+    struct image_symbol sym;
+    for (size_t i = 0; i < sizeof rpc_heap_entries / sizeof rpc_heap_entries[0]; i++) {
+        if (image_elf_symbol(image, rpc_heap_entries[i], &sym))
+            return true;
+    }
+    return false;
+}
+
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,
-                                  struct tether_error *err)
+                                  const struct plugin_image *image, struct tether_error *err)
 {
     const struct plugin_ops *ops = dev->plugin->ops;
     void *global = NULL;
@@ -271,6 +290,11 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
     uint32_t lanes = dev->limits.rpc_lanes ? dev->limits.rpc_lanes
                      : host                ? 32
                                            : dev->limits.warp_size;
+    /* GPUs: device heap allocated before any kernel runs (a CUDA allocation while a kernel runs
+     * may wait for it; the device heap refills from this first), for an image that can
+     * allocate. */
+    size_t reserve = (size_t)plugin_env_int("TETHER_RPC_HEAP_RESERVE", host ? 0 : 256 << 20, 0,
+                                            RPC_HEAP_RESERVE_MAX);
     struct tether_rpc_server_config cfg = {
         .device_id = (uint32_t)dev->id,
         .port_count = ports,
@@ -282,10 +306,7 @@ tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loade
         .device_alloc = device_alloc_cb,
         .device_free = device_free_cb,
         .device_ctx = dev,
-        /* GPUs: device heap allocated before any kernel runs (a CUDA allocation while a
-         * kernel runs may wait for it; the device heap refills from this first). */
-        .heap_reserve = (size_t)plugin_env_int("TETHER_RPC_HEAP_RESERVE", host ? 0 : 256 << 20, 0,
-                                               RPC_HEAP_RESERVE_MAX),
+        .heap_reserve = rpc_image_allocates(image) ? reserve : 0,
     };
     struct rpc_image_server *node = calloc(1, sizeof *node);
     if (node == NULL)

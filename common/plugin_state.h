@@ -166,7 +166,7 @@ void plugin_stage_shutdown(void);
 
 /* RPC hooks (plugin_rpc.c). */
 tether_status_t plugin_rpc_attach(struct plugin_device *dev, struct plugin_loaded *loaded,
-                                  struct tether_error *err);
+                                  const struct plugin_image *image, struct tether_error *err);
 void plugin_rpc_detach(struct plugin_device *dev);
 /* Refuses (with the reason in err) a kernel started from a user RPC handler of the device, and a
  * GPU kernel in a fork child; restarts the device's servers in a host fork child. */

@@ -262,8 +262,9 @@ bool tether_rpc_server_forked(tether_rpc_server_t *server);
  */
 void tether_rpc_server_reset(tether_rpc_server_t *server);
 
-/* One line for info output, e.g. "rpc: 64 ports x 32 lanes, thread on cores 0-15 (local to
- * 0000:3b:00.0)" or "... (one NUMA node: any core)". */
+/* One line for info output, e.g. "rpc: 4096 ports x 32 lanes (8320 KiB shared), thread on cores
+ * 0-15 (local to 0000:3b:00.0), heap reserve 262144 KiB" or "... (one NUMA node: any core)";
+ * the heap reserve is named when the server holds one. */
 void tether_rpc_server_describe(const tether_rpc_server_t *server, char *buf, size_t size);
 
 /* Counters for tests and info output. */

@@ -683,9 +683,14 @@ void tether_rpc_server_describe(const tether_rpc_server_t *srv, char *buf, size_
 {
     if (buf == NULL || size == 0)
         return;
-    snprintf(buf, size, "rpc: %u ports x %u lanes (%llu KiB shared), %s%s", srv->config.port_count,
-             srv->config.lane_count, (unsigned long long)(srv->region_size >> 10), srv->where,
-             srv->config.host_client ? ", doorbell" : "");
+    char reserve[48] = "";
+    if (srv->reserve_size != 0)
+        snprintf(reserve, sizeof reserve, ", heap reserve %llu KiB",
+                 (unsigned long long)(srv->reserve_size >> 10));
+    snprintf(buf, size, "rpc: %u ports x %u lanes (%llu KiB shared), %s%s%s",
+             srv->config.port_count, srv->config.lane_count,
+             (unsigned long long)(srv->region_size >> 10), srv->where,
+             srv->config.host_client ? ", doorbell" : "", reserve);
 }
 
 /* ---- fork ------------------------------------------------------------------------------- */
@@ -693,12 +698,12 @@ void tether_rpc_server_describe(const tether_rpc_server_t *srv, char *buf, size_
 /*
  * fork() copies only the thread that calls it.  Before it, the handlers take the locks that are
  * held only for short bookkeeping (the process-wide handler table, each server's handler table
- * and heap), so the child gets them whole and free.  handle_lock is not taken: a user handler
- * runs under it for as long as it likes, and may itself wait for the thread that forks.  In the
- * child each server is marked forked (its thread is gone); a handle_lock that another thread of
- * the parent held is made anew, and the call state it guarded is dropped, not freed, by
- * tether_rpc_server_reset.  A fork inside a user handler leaves that handler's server alone: the
- * child's one thread is the one serving it.
+ * and heap), so the child gets them whole and free.  handle_lock is not
+ * taken: a user handler runs under it for as long as it likes, and may itself wait for the thread
+ * that forks.  In the child each server is marked forked (its thread is gone); a handle_lock that
+ * another thread of the parent held is made anew, and the call state it guarded is dropped, not
+ * freed, by tether_rpc_server_reset.  A fork inside a user handler leaves that handler's server
+ * alone: the child's one thread is the one serving it.
  */
 static pthread_mutex_t srv_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tether_rpc_server *srv_registry;

@@ -10,7 +10,9 @@
 #   1. own:      with own_malloc.c, a separately compiled global malloc/free: tether's CUDA plugin
 #                refuses the image, naming the fix;
 #   2. header:   with tether/device_libc.h and libtether-device.a (no -foffload-lto): the image
-#                loads and has the RPC client, and the plugin says nothing about vprintf;
+#                loads and has the RPC client and a heap reserve, and the plugin says nothing
+#                about vprintf; noheap: the same with a region that only prints: no heap reserve
+#                (the image has none of the library's allocating functions);
 #   3. noheader: libtether-device.a without the header: the image loads (the library defines no
 #                malloc, free or vprintf on NVIDIA) and LIBOMPTARGET_INFO=16 says once that its
 #                printf goes to the driver;
@@ -77,10 +79,11 @@ else
   echo "no $clangxx: the C++ probe is not compiled"
 fi
 
-for mode in own header noheader lto jit jitnolib; do
+for mode in own header noheap noheader lto jit jitnolib; do
   case $mode in
     own) extra=("$root/test/cuda/abi/own_malloc.c") ;;
     header) extra=("${header[@]}" -L"$devlib" -ltether-device) ;;
+    noheap) extra=(-DSYSCALL_PROBE_NO_HEAP "${header[@]}" -L"$devlib" -ltether-device) ;;
     noheader) extra=(-L"$devlib" -ltether-device) ;;
     lto) extra=(-foffload-lto "${header[@]}" -L"$devlib" -ltether-device) ;;
     jit) extra=(-fopenmp-target-jit "${header[@]}" -L"$devlib" -ltether-device) ;;
@@ -101,6 +104,12 @@ for mode in own header noheader lto jit jitnolib; do
   said=$(grep -c 'has a tether RPC client but calls vprintf.*pkg-config --cflags tether' \
     "$work/run-$mode.err")
   client=$(grep -c 'RPC client$' "$work/run-$mode.err")
+  reserve=$(grep -c 'rpc: .* ports x .*, heap reserve 262144 KiB$' "$work/run-$mode.err")
+  case $mode in
+    header | lto) [ "$reserve" = 1 ] || fail "$mode: no line naming the heap reserve" ;;
+    noheap) [ "$reserve" = 0 ] && grep -q 'rpc: .* ports x ' "$work/run-$mode.err" ||
+      fail "noheap: an image that cannot allocate got a heap reserve, or no server line" ;;
+  esac
   case $mode in
     own) [ "$refused" -ge 1 ] && [ $rc != 0 ] || fail "own: the image with a global malloc/free was not refused" ;;
     jit)
@@ -119,5 +128,5 @@ for mode in own header noheader lto jit jitnolib; do
       [ "$said" = 0 ] || fail "$mode: the plugin says the image calls vprintf" ;;
   esac
 done
-[ $failed = 0 ] && echo "PASS: with tether/device_libc.h the device code calls the library, not CUDA's malloc/free/vprintf, with and without -foffload-lto; a global malloc of the program's own is refused; without the header the plugin says printf goes to the driver; a JIT image is compiled with the library, refused by name without it"
+[ $failed = 0 ] && echo "PASS: with tether/device_libc.h the device code calls the library, not CUDA's malloc/free/vprintf, with and without -foffload-lto; only an image that can allocate gets a heap reserve; a global malloc of the program's own is refused; without the header the plugin says printf goes to the driver; a JIT image is compiled with the library, refused by name without it"
 exit $failed
