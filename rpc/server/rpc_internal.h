@@ -267,6 +267,8 @@ void srv_diag(struct tether_rpc_server *srv, const char *fmt, ...)
 /* rpc_server.c: flushes written output now (takes the handle lock): the server thread before it
  * sleeps, so that a quiet device's last lines do not wait for the next call. */
 void srv_flush_now(struct tether_rpc_server *srv);
+/* Held by a server while it writes to its FILEs (rpc_services.c) and by fork() (rpc_thread.c). */
+extern pthread_mutex_t srv_out_lock;
 
 /* rpc_thread.c: stops and joins the thread (in a fork child: forgets it); puts a new server
  * on the list the fork handlers walk, takes one off it. */

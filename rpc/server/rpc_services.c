@@ -103,8 +103,15 @@ struct out_call {
     char buf[4096];
 };
 
+/* Every server's writes to its FILEs, out_open to out_close, under one process-wide lock.  fork()
+ * takes it and flushes the servers' FILEs first (rpc_thread.c, fork_prepare): a line a server
+ * wrote into a buffer after the forking thread's own fflush would otherwise be copied into the
+ * child and come out twice. */
+pthread_mutex_t srv_out_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void out_open(struct out_call *c, struct tether_rpc_server *srv, FILE *f)
 {
+    pthread_mutex_lock(&srv_out_lock);
     if (!srv->prefix_ready)
         prefix_init(srv);
     c->srv = srv;
@@ -201,6 +208,7 @@ static void out_close(struct out_call *c)
     }
     if (c->locked)
         funlockfile(c->f);
+    pthread_mutex_unlock(&srv_out_lock);
     srv->wrote = true;
     srv_count(&srv->st_lines, 1);
 }

@@ -698,7 +698,8 @@ void tether_rpc_server_describe(const tether_rpc_server_t *srv, char *buf, size_
 /*
  * fork() copies only the thread that calls it.  Before it, the handlers take the locks that are
  * held only for short bookkeeping (the process-wide handler table, each server's handler table
- * and heap), so the child gets them whole and free.  handle_lock is not
+ * and heap), so the child gets them whole and free, and the servers' output lock after flushing
+ * their FILEs, so the child's copies of those buffers hold no device line.  handle_lock is not
  * taken: a user handler runs under it for as long as it likes, and may itself wait for the thread
  * that forks.  In the child each server is marked forked (its thread is gone); a handle_lock that
  * another thread of the parent held is made anew, and the call state it guarded is dropped, not
@@ -711,11 +712,14 @@ static pthread_once_t srv_fork_once = PTHREAD_ONCE_INIT;
 
 static void fork_prepare(void)
 {
+    pthread_mutex_lock(&srv_out_lock);
     pthread_mutex_lock(&srv_registry_lock);
     pthread_mutex_lock(&srv_global_handlers.lock);
     for (struct tether_rpc_server *srv = srv_registry; srv != NULL; srv = srv->reg_next) {
         pthread_mutex_lock(&srv->handlers.lock);
         pthread_mutex_lock(&srv->heap_lock);
+        fflush(srv->out);
+        fflush(srv->err);
     }
 }
 
@@ -727,6 +731,7 @@ static void fork_parent(void)
     }
     pthread_mutex_unlock(&srv_global_handlers.lock);
     pthread_mutex_unlock(&srv_registry_lock);
+    pthread_mutex_unlock(&srv_out_lock);
 }
 
 static void fork_child(void)
@@ -746,6 +751,7 @@ static void fork_child(void)
     }
     pthread_mutex_unlock(&srv_global_handlers.lock);
     pthread_mutex_unlock(&srv_registry_lock);
+    pthread_mutex_unlock(&srv_out_lock);
 }
 
 static void fork_handlers_install(void)
