@@ -30,6 +30,13 @@ static inline void wait_relax(void)
 #endif
 }
 
+void plugin_wait_sleep(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+    clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+}
+
 uint64_t plugin_wait_clock(void)
 {
     struct timespec ts;
@@ -42,7 +49,9 @@ void plugin_wait_init(struct plugin_wait *w)
 {
     w->mode = (enum plugin_wait_mode)plugin_env_wait();
     w->clock = plugin_wait_clock;
+    w->sleep = plugin_wait_sleep;
     atomic_init(&w->typical_ns, PLUGIN_WAIT_MAX_NS / 2);
+    atomic_init(&w->floor_ns, 0);
     atomic_init(&w->long_share, 0);
 }
 
@@ -55,6 +64,17 @@ uint64_t plugin_wait_window(const struct plugin_wait *w)
         return PLUGIN_WAIT_MIN_NS;
     }
     return window > PLUGIN_WAIT_MAX_NS ? PLUGIN_WAIT_MAX_NS : window;
+}
+
+uint64_t plugin_wait_nap(const struct plugin_wait *w)
+{
+    uint64_t lo = atomic_load_explicit(&w->floor_ns, memory_order_relaxed);
+    uint64_t margin = lo / 4 > PLUGIN_WAIT_NAP_MARGIN_NS ? lo / 4 : PLUGIN_WAIT_NAP_MARGIN_NS;
+
+    if (lo < PLUGIN_WAIT_NAP_FROM_NS || lo - margin >= plugin_wait_window(w)) {
+        return 0;
+    }
+    return lo - margin;
 }
 
 void plugin_wait_record(struct plugin_wait *w, uint64_t ns)
@@ -70,6 +90,9 @@ void plugin_wait_record(struct plugin_wait *w, uint64_t ns)
 
         typical += ((int64_t)ns - typical) / (1 << WAIT_AVG_SHIFT);
         atomic_store_explicit(&w->typical_ns, (uint64_t)typical, memory_order_relaxed);
+        uint64_t lo = atomic_load_explicit(&w->floor_ns, memory_order_relaxed);
+        lo = ns < lo ? ns : lo + ((ns - lo) >> WAIT_AVG_SHIFT);
+        atomic_store_explicit(&w->floor_ns, lo, memory_order_relaxed);
     }
 }
 
@@ -78,7 +101,7 @@ tether_status_t plugin_wait(struct plugin_wait *w, plugin_wait_poll_t poll,
 {
     bool done = false;
     tether_status_t rc = poll(ctx, &done, err);
-    uint64_t start, now, window;
+    uint64_t start, now, window, nap;
 
     if (rc != TETHER_OK || done) {
         return rc; /* done at once: no wait to learn from */
@@ -97,6 +120,20 @@ tether_status_t plugin_wait(struct plugin_wait *w, plugin_wait_poll_t poll,
     }
     start = w->clock();
     window = plugin_wait_window(w);
+    nap = plugin_wait_nap(w);
+    if (nap != 0) {
+        w->sleep(nap);
+        rc = poll(ctx, &done, err);
+        if (rc != TETHER_OK) {
+            return rc;
+        }
+        if (done) {
+            /* The work ended during the nap, how early is unknown: no naps until the floor is
+             * learnt again. */
+            atomic_store_explicit(&w->floor_ns, 0, memory_order_relaxed);
+            return TETHER_OK;
+        }
+    }
     do {
         wait_relax();
         rc = poll(ctx, &done, err);

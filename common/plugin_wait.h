@@ -19,6 +19,15 @@
  *             within the maximum (an empty target region, a 1 ms kernel) are caught by polling,
  *             at spin's latency, and a long wait costs at most the window in CPU time, then
  *             sleeps.  Work found done at the first poll teaches nothing (there was no wait).
+ *             Before polling, a wait naps (a timed sleep, no driver call) through the part of it
+ *             that recent waits all lasted: when the shortest recent wait (`floor`: it drops to
+ *             a shorter wait at once and rises by 1/8 of the gap to a longer one) is at least
+ *             PLUGIN_WAIT_NAP_FROM_NS, for the floor less a quarter of it, at least
+ *             PLUGIN_WAIT_NAP_MARGIN_NS (the timer's slack and the wake-up).  So a 1 ms kernel
+ *             that repeats costs about a quarter of its wait in CPU, not all of it, at spin's
+ *             latency.  Work found done at the first poll after a nap (the wait was shorter than
+ *             its nap, and ended late by at most the nap) sets the floor to 0: no naps until it
+ *             is learnt again, so a change to shorter waits makes one wait late.
  *
  * Thread safety: plugin_wait() may run on any number of threads at once for one device; the
  * estimate is updated with relaxed atomics (a lost update only delays learning).  mode and clock
@@ -44,15 +53,19 @@ enum plugin_wait_mode {
     PLUGIN_WAIT_BLOCK = 2,
 };
 
-#define PLUGIN_WAIT_MIN_NS 20000ull   /* the shortest window: 20 us */
-#define PLUGIN_WAIT_MAX_NS 2000000ull /* the longest window: 2 ms */
-#define PLUGIN_WAIT_SHARE_ONE 1024u   /* long_share of 1: every recent wait was long */
+#define PLUGIN_WAIT_MIN_NS 20000ull         /* the shortest window: 20 us */
+#define PLUGIN_WAIT_MAX_NS 2000000ull       /* the longest window: 2 ms */
+#define PLUGIN_WAIT_SHARE_ONE 1024u         /* long_share of 1: every recent wait was long */
+#define PLUGIN_WAIT_NAP_FROM_NS 200000ull   /* waits nap when the floor is at least 200 us */
+#define PLUGIN_WAIT_NAP_MARGIN_NS 100000ull /* a nap ends at least 100 us before the floor */
 
 /* One device's waiting policy and what it learnt. */
 struct plugin_wait {
     enum plugin_wait_mode mode;
     uint64_t (*clock)(void);     /* nanoseconds, monotonic: plugin_wait_clock() unless a test's */
+    void (*sleep)(uint64_t ns);  /* a timed sleep: plugin_wait_sleep() unless a test's */
     _Atomic uint64_t typical_ns; /* running average of waits that ended within the maximum */
+    _Atomic uint64_t floor_ns;   /* the shortest of them, rising slowly (see the top) */
     _Atomic uint32_t long_share; /* running share of waits that did not, in 1/SHARE_ONE */
 };
 
@@ -70,9 +83,16 @@ void plugin_wait_init(struct plugin_wait *w);
 /* The monotonic clock in nanoseconds. */
 uint64_t plugin_wait_clock(void);
 
+/* Sleeps about `ns` nanoseconds (a signal may end it early). */
+void plugin_wait_sleep(uint64_t ns);
+
 /* How long an adaptive wait polls before it blocks, from what w has learnt, in nanoseconds:
  * within [PLUGIN_WAIT_MIN_NS, PLUGIN_WAIT_MAX_NS]. */
 uint64_t plugin_wait_window(const struct plugin_wait *w);
+
+/* How long an adaptive wait naps before it polls, in nanoseconds (0: it does not); always
+ * shorter than the window. */
+uint64_t plugin_wait_nap(const struct plugin_wait *w);
 
 /* Learn from one wait that took `ns` (from its first unsuccessful poll until done). */
 void plugin_wait_record(struct plugin_wait *w, uint64_t ns);

@@ -307,6 +307,9 @@ if want wait; then
           a = med("adaptive", names[i]); s = med("spin", names[i]); l = med("llvm16", names[i])
           printf "wait: region with a %s kernel, us: llvm16 %s, tether spin %s, tether adaptive %s (%sx spin; goal <= 1.05x: %s)\n",
             labels[i], show(l), show(s), show(a), ratio(a, s), verdict(a >= 0 && s > 0 && a <= 1.05 * s)
+          c = "wait_cpu_" substr(names[i], 6)
+          printf "wait: host CPU during those regions, %% of one core: llvm16 %s, tether spin %s, tether adaptive %s\n",
+            show(med("llvm16", c)), show(med("spin", c)), show(med("adaptive", c))
         }
       }' "$out/wait.txt" >"$out/wait-summary.txt"
     cat "$out/wait-summary.txt"

@@ -8,6 +8,9 @@
  *    1 ms) are polled for, never blocked, once learnt, also after a phase of other waits;
  *  - a long wait (2 s) costs at most the window in polling, then one block; waits that are all
  *    long (2 s, 5 ms) shrink the window to the minimum; short waits mixed with long ones keep it;
+ *  - waits that repeat and last 300 us or more nap first: a 1 ms wait polls at most 30% of it
+ *    and ends as soon as its work (not late); 100 us waits never nap; a change from 1 ms waits
+ *    to 300 us ones makes exactly one wait late (by at most its nap), then they nap again;
  *  - TETHER_WAIT: spin never blocks, block polls once, a bad value warns once and is adaptive;
  *  - errors of poll and block come back as they are.
  */
@@ -20,14 +23,15 @@
 
 #define US 1000ull
 #define MS (1000ull * US)
-#define POLL_NS 500ull    /* what one poll takes */
-#define WAKE_NS (15 * US) /* how late a blocked thread wakes */
+#define POLL_NS 500ull     /* what one poll takes */
+#define WAKE_NS (15 * US)  /* how late a blocked thread wakes */
+#define SLACK_NS (50 * US) /* how late a nap ends */
 
 /* The fake device: one piece of work at a time. */
 static struct {
     uint64_t now;     /* the fake clock */
     uint64_t done_at; /* when the work completes */
-    int polls, blocks;
+    int polls, blocks, naps;
     uint64_t polled_ns; /* clock time spent polling: the CPU a wait costs */
     int fail_poll;      /* > 0: that poll (1-based, of the current wait) fails */
     bool fail_block;
@@ -66,11 +70,18 @@ static tether_status_t fake_block(void *ctx, struct tether_error *err)
     return TETHER_OK;
 }
 
+static void fake_sleep(uint64_t ns)
+{
+    fake.naps++;
+    fake.now += ns + SLACK_NS;
+}
+
 static void fresh(struct plugin_wait *w, enum plugin_wait_mode mode)
 {
     plugin_wait_init(w);
     w->mode = mode;
     w->clock = fake_clock;
+    w->sleep = fake_sleep;
 }
 
 /* Start work lasting `ns` (from now) and wait for it; the wait's polls, blocks and polling time
@@ -80,7 +91,7 @@ static tether_status_t wait_for(struct plugin_wait *w, uint64_t ns)
     struct tether_error err = {0};
 
     fake.done_at = fake.now + ns;
-    fake.polls = fake.blocks = 0;
+    fake.polls = fake.blocks = fake.naps = 0;
     fake.polled_ns = 0;
     return plugin_wait(w, fake_poll, fake_block, NULL, &err);
 }
@@ -128,6 +139,41 @@ static void test_repeating(void)
         /* each wait polled only until its work was done */
         CHECK(fake.polled_ns <= d + POLL_NS);
     }
+}
+
+/* Waits of 300 us and more that repeat nap first, and end on time; shorter ones never nap. */
+static void test_nap(void)
+{
+    struct plugin_wait w;
+    int naps = 0, late = 0;
+
+    fresh(&w, PLUGIN_WAIT_ADAPTIVE);
+    for (int i = 0; i < 200; i++) {
+        REQUIRE_RC(wait_for(&w, 100 * US), TETHER_OK);
+        naps += fake.naps;
+    }
+    CHECK_EQ(naps, 0);
+    CHECK_EQ(plugin_wait_nap(&w), 0);
+
+    fresh(&w, PLUGIN_WAIT_ADAPTIVE);
+    CHECK_EQ(repeat(&w, 1 * MS, 200), 0);
+    CHECK_EQ(fake.naps, 1);
+    CHECK(fake.polled_ns <= 3 * MS / 10);      /* polled for at most 30% of the wait */
+    CHECK(fake.now - fake.done_at <= POLL_NS); /* and not late */
+    CHECK(plugin_wait_nap(&w) >= 700 * US && plugin_wait_nap(&w) < 1 * MS);
+
+    /* Shorter waits from now on: one is late (by at most its nap), then they nap again. */
+    uint64_t nap = plugin_wait_nap(&w);
+    for (int i = 0; i < 100; i++) {
+        REQUIRE_RC(wait_for(&w, 300 * US), TETHER_OK);
+        if (fake.now - fake.done_at > POLL_NS) {
+            late++;
+            CHECK(fake.now - fake.done_at <= nap + SLACK_NS);
+        }
+    }
+    CHECK_EQ(late, 1);
+    CHECK_EQ(fake.naps, 1);
+    CHECK(fake.polled_ns <= 300 * US / 2);
 }
 
 /* A 2 s wait after short ones: polled for the window only, then one block. */
@@ -348,6 +394,7 @@ int main(void)
 {
     test_first_poll();
     test_repeating();
+    test_nap();
     test_long_after_short();
     test_all_long();
     test_mixed();

@@ -10,6 +10,9 @@
  *   wait_50us, wait_100us, wait_1ms
  *                   a region whose kernel runs 50 us, 100 us, 1 ms, us: the median of 301, 301,
  *                   101 regions, each timed alone, after 50 to learn from
+ *   wait_cpu_50us, wait_cpu_100us, wait_cpu_1ms
+ *                   host CPU time of the process (getrusage) during those timed regions, in % of
+ *                   one core
  *
  * A kernel's time is the device's own: one thread reads the GPU's global nanosecond timer
  * (%globaltimer) until the time has passed, so the optimiser cannot shorten it.  Nothing is mapped
@@ -18,6 +21,7 @@
  * TETHER_WAIT=spin and =adaptive.
  */
 #include <dirent.h>
+#include <sys/resource.h>
 
 #include "omp_common.h"
 
@@ -86,22 +90,36 @@ static double process_cpu_s(void)
     return (double)total / (double)ticks;
 }
 
-/* Median time of `n` regions of `ns` each, timed alone, after `warm` untimed ones, us. */
-static double region_median_us(unsigned long long ns, int warm, int n)
+/* CPU time of the process (all threads), seconds, at microsecond resolution. */
+static double rusage_cpu_s(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Median time of `n` regions of `ns` each, timed alone, after `warm` untimed ones, us; the
+ * process's CPU during the timed ones in *cpu_pct, % of one core. */
+static double region_median_us(unsigned long long ns, int warm, int n, double *cpu_pct)
 {
     double *t = malloc((size_t)n * sizeof(*t));
-    double median;
+    double median, cpu0, wall0;
 
     if (t == NULL)
         exit(1);
     for (int i = 0; i < warm; i++)
         busy_region(ns);
+    cpu0 = rusage_cpu_s();
+    wall0 = bench_now_us();
     for (int i = 0; i < n; i++) {
         double t0 = bench_now_us();
 
         busy_region(ns);
         t[i] = bench_now_us() - t0;
     }
+    *cpu_pct = 100.0 * (rusage_cpu_s() - cpu0) / ((bench_now_us() - wall0) / 1e6);
     median = bench_median(t, n);
     free(t);
     return median;
@@ -143,8 +161,18 @@ int main(void)
     bench_fig("wait_empty", bench_median(batch_us, BATCHES), "us");
 
     /* (c) kernels that repeat */
-    bench_fig("wait_50us", region_median_us(50000, 50, 301), "us");
-    bench_fig("wait_100us", region_median_us(100000, 50, 301), "us");
-    bench_fig("wait_1ms", region_median_us(1000000, 50, 101), "us");
+    static const struct {
+        const char *name, *cpu_name;
+        unsigned long long ns;
+        int n;
+    } repeats[] = {{"wait_50us", "wait_cpu_50us", 50000, 301},
+                   {"wait_100us", "wait_cpu_100us", 100000, 301},
+                   {"wait_1ms", "wait_cpu_1ms", 1000000, 101}};
+    for (size_t i = 0; i < sizeof(repeats) / sizeof(repeats[0]); i++) {
+        double pct, us = region_median_us(repeats[i].ns, 50, repeats[i].n, &pct);
+
+        bench_fig(repeats[i].name, us, "us");
+        bench_fig(repeats[i].cpu_name, pct, "%");
+    }
     return 0;
 }
