@@ -232,6 +232,11 @@ void test_malloc(void)
     int64_t got = tether_device_call(TETHER_RPC_OP_ALLOC, &iov, 1, true, &aans, sizeof aans);
     CHECKF(got == (int64_t)sizeof aans && aans.ptr % 65536 == 0,
            "raw ALLOC: returned %lld, ptr 0x%llx", (long long)got, (unsigned long long)aans.ptr);
+    /* Frees of earlier blocks the host took (each served before this answered: one caller's
+     * calls share its port) wait for the end of the kernel too: give them back first, so that
+     * the count below sees only this one. */
+    tether_rpc_server_kernel_finished(rig.srv);
+    tether_rpc_server_kernel_started(rig.srv);
     tether_rpc_server_stats(rig.srv, &st);
     uint64_t with_raw = st.heap_chunks;
     long live_before = atomic_load(&dev_mem.live);
