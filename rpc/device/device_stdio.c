@@ -78,7 +78,29 @@ static int32_t dev_read_i32(const struct dev_printf *w, uint64_t off)
 
 /* One conversion of the walk: where its arguments lie, and for a %s its string's record.
  * `plain`: with pscan_next_plain, the walk of ordinary formats. */
+static enum dev_step dev_printf_walk(struct dev_printf *w, bool plain);
+
+/* On NVIDIA the walk's callers reach it through a pointer the compiler cannot see through.  A
+ * direct call lets ptxas give a caller the callee's registers plus its own values kept across
+ * the call, and every kernel that may print gets the most any function on the path needs: sm_90,
+ * 102 registers with the direct call, 68 with this one (docs/usage.md, "What the library costs a
+ * kernel"). */
 static inline enum dev_step dev_printf_step(struct dev_printf *w, bool plain)
+{
+#if defined(RPC_ARCH_NVPTX)
+    enum dev_step (*walk)(struct dev_printf *, bool) = dev_printf_walk;
+    __asm__ volatile("" : "+l"(walk));
+    return walk(w, plain);
+#else
+    return dev_printf_walk(w, plain);
+#endif
+}
+
+#if defined(RPC_ARCH_NVPTX)
+__attribute__((noinline))
+#endif
+static enum dev_step
+dev_printf_walk(struct dev_printf *w, bool plain)
 {
     struct pscan_spec spec;
     if (!(plain ? pscan_next_plain(w->fmt, (size_t)-1, &w->at, &spec)

@@ -55,6 +55,14 @@ lacks "$work/lib.s" "tether_rpc_profile"           # no profiling hook in a norm
 sed -n '/^\.func .*dev_call_short(/,/^}/p' "$work/lib.s" >"$work/short.s"
 has "$work/short.s" "atom.acquire.gpu.global.or.b64"
 lacks "$work/short.s" "^[[:space:]]*call"
+# printf's format walk is called only through a pointer (device_stdio.c: a direct call would
+# give every kernel that may print the walk's registers on top of its callers'): it is defined,
+# and no call names it (a direct call's target is the line after "call.uni").
+has "$work/lib.s" "^\.func .*dev_printf_walk("
+if grep -A1 "call" "$work/lib.s" | grep -q "^[[:space:]]*dev_printf_walk,"; then
+    echo "FAIL: dev_printf_walk is called directly"
+    exit 1
+fi
 
 # The profiling build (TETHER_RPC_PROFILE): the call path calls each hook, whose library
 # definitions are weak.
