@@ -24,7 +24,7 @@
  *             a shorter wait at once and rises by 1/8 of the gap to a longer one) is at least
  *             PLUGIN_WAIT_NAP_FROM_NS, for the floor less a quarter of it, at least
  *             PLUGIN_WAIT_NAP_MARGIN_NS (the timer's slack and the wake-up).  So a 1 ms kernel
- *             that repeats costs about a quarter of its wait in CPU, not all of it, at spin's
+ *             that repeats costs about a fifth of its wait in CPU, not all of it, at spin's
  *             latency.  Work found done at the first poll after a nap (the wait was shorter than
  *             its nap, and ended late by at most the nap) sets the floor to 0: no naps until it
  *             is learnt again, so a change to shorter waits makes one wait late.
