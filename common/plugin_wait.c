@@ -5,6 +5,7 @@
  */
 #include "plugin_wait.h"
 
+#include <stdio.h>
 #include <time.h>
 
 #include "plugin.h"
@@ -52,6 +53,9 @@ void plugin_wait_init(struct plugin_wait *w)
     w->sleep = plugin_wait_sleep;
     atomic_init(&w->typical_ns, PLUGIN_WAIT_MAX_NS / 2);
     atomic_init(&w->floor_ns, 0);
+    atomic_init(&w->waits, 0);
+    atomic_init(&w->napped, 0);
+    atomic_init(&w->blocked, 0);
     atomic_init(&w->long_share, 0);
 }
 
@@ -106,8 +110,10 @@ tether_status_t plugin_wait(struct plugin_wait *w, plugin_wait_poll_t poll,
     if (rc != TETHER_OK || done) {
         return rc; /* done at once: no wait to learn from */
     }
+    atomic_fetch_add_explicit(&w->waits, 1, memory_order_relaxed);
     switch (w->mode) {
     case PLUGIN_WAIT_BLOCK:
+        atomic_fetch_add_explicit(&w->blocked, 1, memory_order_relaxed);
         return block(ctx, err);
     case PLUGIN_WAIT_SPIN:
         do {
@@ -122,6 +128,7 @@ tether_status_t plugin_wait(struct plugin_wait *w, plugin_wait_poll_t poll,
     window = plugin_wait_window(w);
     nap = plugin_wait_nap(w);
     if (nap != 0) {
+        atomic_fetch_add_explicit(&w->napped, 1, memory_order_relaxed);
         w->sleep(nap);
         rc = poll(ctx, &done, err);
         if (rc != TETHER_OK) {
@@ -146,9 +153,36 @@ tether_status_t plugin_wait(struct plugin_wait *w, plugin_wait_poll_t poll,
             return TETHER_OK;
         }
     } while (now - start < window);
+    atomic_fetch_add_explicit(&w->blocked, 1, memory_order_relaxed);
     rc = block(ctx, err);
     if (rc == TETHER_OK) {
         plugin_wait_record(w, w->clock() - start);
     }
     return rc;
+}
+
+void plugin_wait_report(const struct plugin_device *dev, const struct plugin_wait *w)
+{
+    static const char *const modes[] = {"adaptive", "spin", "block"};
+    uint64_t waits = atomic_load_explicit(&w->waits, memory_order_relaxed);
+    char learnt[160] = "";
+
+    if (waits == 0 || !plugin_info_enabled(dev->plugin, PLUGIN_INFO_PLUGIN)) {
+        return;
+    }
+    if (w->mode == PLUGIN_WAIT_ADAPTIVE) {
+        snprintf(learnt, sizeof(learnt),
+                 "; learnt: typical %.1f us, shortest %.1f us, %.0f%% of recent waits over %llu ms",
+                 (double)atomic_load_explicit(&w->typical_ns, memory_order_relaxed) / 1e3,
+                 (double)atomic_load_explicit(&w->floor_ns, memory_order_relaxed) / 1e3,
+                 100.0 * atomic_load_explicit(&w->long_share, memory_order_relaxed) /
+                     PLUGIN_WAIT_SHARE_ONE,
+                 (unsigned long long)(PLUGIN_WAIT_MAX_NS / 1000000u));
+    }
+    plugin_log(dev->plugin, dev, PLUGIN_LOG_INFO,
+               "waits for the device (TETHER_WAIT=%s): %llu found work running, %llu of them "
+               "napped first, %llu slept in the driver%s",
+               modes[w->mode], (unsigned long long)waits,
+               (unsigned long long)atomic_load_explicit(&w->napped, memory_order_relaxed),
+               (unsigned long long)atomic_load_explicit(&w->blocked, memory_order_relaxed), learnt);
 }

@@ -67,6 +67,9 @@ struct plugin_wait {
     _Atomic uint64_t typical_ns; /* running average of waits that ended within the maximum */
     _Atomic uint64_t floor_ns;   /* the shortest of them, rising slowly (see the top) */
     _Atomic uint32_t long_share; /* running share of waits that did not, in 1/SHARE_ONE */
+    /* Counts for plugin_wait_report: waits that found the work running, those of them that
+     * napped, and those that slept in the driver (block). */
+    _Atomic uint64_t waits, napped, blocked;
 };
 
 /* Is the work done?  Never blocks.  *done_p is written on success; a failure of the work (or of
@@ -96,6 +99,11 @@ uint64_t plugin_wait_nap(const struct plugin_wait *w);
 
 /* Learn from one wait that took `ns` (from its first unsuccessful poll until done). */
 void plugin_wait_record(struct plugin_wait *w, uint64_t ns);
+
+/* At device shutdown, with LIBOMPTARGET_INFO's plugin bit (16): one line with w's counts and
+ * what it learnt, when a wait found work running. */
+struct plugin_device;
+void plugin_wait_report(const struct plugin_device *dev, const struct plugin_wait *w);
 
 /* Wait for the work poll/block look at, as w->mode says (see the top).  Returns TETHER_OK when
  * it is done, or the first error of poll or block (err set by them).  ctx goes to both. */

@@ -440,6 +440,7 @@ static void amdgpu_device_destroy(struct plugin_device *pdev)
 {
     struct amdgpu_device *dev = amdgpu_device_of(pdev);
 
+    plugin_wait_report(pdev, &dev->wait);
     amdgpu_device_streams_fini(dev);
     amdgpu_kernarg_fini(dev);
     pthread_mutex_destroy(&dev->queue_lock);

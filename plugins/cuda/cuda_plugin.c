@@ -361,6 +361,7 @@ static void cuda_device_destroy(struct plugin_device *dev)
     struct cuda_device *cd = cuda_device_of(dev);
     struct tether_error err;
 
+    plugin_wait_report(dev, &cd->wait);
     if (cuda_ctx_enter(cd, &err) != TETHER_OK) {
         plugin_log(dev->plugin, dev, PLUGIN_LOG_DEBUG, "at shutdown: %s", err.msg);
     }

@@ -8,7 +8,8 @@
  *    1 ms) are polled for, never blocked, once learnt, also after a phase of other waits;
  *  - a long wait (2 s) costs at most the window in polling, then one block; waits that are all
  *    long (2 s, 5 ms) shrink the window to the minimum; short waits mixed with long ones keep it;
- *  - waits that repeat and last 300 us or more nap first: a 1 ms wait polls at most 30% of it
+ *  - waits that repeat and last 300 us or more nap first (and are counted as such): a 1 ms wait
+ *    polls at most 30% of it
  *    and ends as soon as its work (not late); 100 us waits never nap; a change from 1 ms waits
  *    to 300 us ones makes exactly one wait late (by at most its nap), then they nap again;
  *  - TETHER_WAIT: spin never blocks, block polls once, a bad value warns once and is adaptive;
@@ -157,6 +158,9 @@ static void test_nap(void)
 
     fresh(&w, PLUGIN_WAIT_ADAPTIVE);
     CHECK_EQ(repeat(&w, 1 * MS, 200), 0);
+    CHECK_EQ(atomic_load(&w.waits), 200); /* plugin_wait_report's counts */
+    CHECK(atomic_load(&w.napped) >= 150 && atomic_load(&w.napped) < 200);
+    CHECK_EQ(atomic_load(&w.blocked), 0);
     CHECK_EQ(fake.naps, 1);
     CHECK(fake.polled_ns <= 3 * MS / 10);      /* polled for at most 30% of the wait */
     CHECK(fake.now - fake.done_at <= POLL_NS); /* and not late */
