@@ -38,8 +38,8 @@ DEV_BEGIN
  * ptxas gives a function more registers the more code is inlined into it, and more for values
  * it keeps across a call.  So on GPUs the library's entries (printf, malloc, ...), the two shapes
  * of a call and the heap's trips to the host are functions of their own: on sm_90 a kernel that
- * may print gets about 100 registers and one that may allocate about 120, where the whole path
- * inlined needs 150-240 (docs/usage.md, "What the library costs a kernel"). */
+ * may print gets 68 registers and one that may allocate about 120, where the whole path inlined
+ * needs 150-240 (docs/usage.md, "What the library costs a kernel"). */
 #if RPC_ARCH_SIMT
 #define DEV_OUT_OF_LINE __attribute__((noinline))
 #else

@@ -2,17 +2,15 @@
 /*
  * waitcpu.c - OpenMP: what waiting for the GPU costs the host, in CPU time and in latency.
  *
- *   wait_cpu_2s     host CPU time of the whole process (every thread's utime + stime, from
- *                   /proc/self/task/(tid)/stat) during one target region whose kernel runs 2 s, in
- *                   % of one core
+ *   wait_cpu_2s     host CPU time of the whole process (every thread's, getrusage) during one
+ *                   target region whose kernel runs 2 s, in % of one core
  *   wait_2s_region  that region's time, s (the kernel's 2 s and the launch)
  *   wait_empty      an empty target region, us: the median of 11 batches of 2000
  *   wait_50us, wait_100us, wait_1ms
  *                   a region whose kernel runs 50 us, 100 us, 1 ms, us: the median of 301, 301,
  *                   101 regions, each timed alone, after 50 to learn from
  *   wait_cpu_50us, wait_cpu_100us, wait_cpu_1ms
- *                   host CPU time of the process (getrusage) during those timed regions, in % of
- *                   one core
+ *                   host CPU time of the process during those timed regions, in % of one core
  *
  * A kernel's time is the device's own: one thread reads the GPU's global nanosecond timer
  * (%globaltimer) until the time has passed, so the optimiser cannot shorten it.  Nothing is mapped
@@ -20,7 +18,6 @@
  * scripts/device-run.sh (step `wait`) runs it under LLVM 16's plugin and under tether's with
  * TETHER_WAIT=spin and =adaptive.
  */
-#include <dirent.h>
 #include <sys/resource.h>
 
 #include "omp_common.h"
@@ -51,43 +48,6 @@ static void busy_region(unsigned long long ns)
         while (wait_device_ns() - t0 < ns) {
         }
     }
-}
-
-/* CPU time of every thread of the process, seconds. */
-static double process_cpu_s(void)
-{
-    static long ticks;
-    unsigned long long total = 0;
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-
-    if (ticks == 0)
-        ticks = sysconf(_SC_CLK_TCK);
-    if (d == NULL) {
-        perror("waitcpu: /proc/self/task");
-        exit(1);
-    }
-    while ((e = readdir(d)) != NULL) {
-        char path[300], line[1024], *p;
-        unsigned long long utime, stime;
-        FILE *f;
-
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
-        f = fopen(path, "r");
-        if (f == NULL)
-            continue; /* the thread ended meanwhile */
-        p = fgets(line, sizeof(line), f) != NULL ? strrchr(line, ')') : NULL;
-        fclose(f);
-        /* after "(comm)": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
-         * cmajflt utime stime (fields 3 to 15 of proc(5)) */
-        if (p != NULL && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-                                &utime, &stime) == 2)
-            total += utime + stime;
-    }
-    closedir(d);
-    return (double)total / (double)ticks;
 }
 
 /* CPU time of the process (all threads), seconds, at microsecond resolution. */
@@ -134,11 +94,11 @@ int main(void)
     busy_region(1000); /* the kernel's first launch */
 
     /* (a) a 2 s kernel: what the waiting thread costs */
-    cpu0 = process_cpu_s();
+    cpu0 = rusage_cpu_s();
     t0 = bench_now_us();
     busy_region(2000000000ull);
     wall = (bench_now_us() - t0) / 1e6;
-    cpu = process_cpu_s() - cpu0;
+    cpu = rusage_cpu_s() - cpu0;
     bench_fig("wait_cpu_2s", 100.0 * cpu / wall, "%");
     bench_fig("wait_2s_region", wall, "s");
 
